@@ -1,0 +1,232 @@
+package gvl
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// The lock word, Lock.state, packs the whole answer to "who has it and who
+// waits" into one int64 so that Contended and the fast paths are single
+// atomic operations:
+//
+//	bit 0      locked: somebody holds the lock (or it is being handed over)
+//	bits 1..62 the number of goroutines queued waiting for it
+//
+// Invariants:
+//   - waiters > 0 implies locked. A goroutine joins the queue only after a
+//     CAS that sees the lock held, and a release with waiters hands the lock
+//     over without ever clearing the locked bit. So an uncontended acquire is
+//     CAS(0, locked), and a newcomer can never barge past a queued waiter.
+//   - The waiter count is changed only with Lock.mu held, together with the
+//     queue, so it equals the queue's length whenever mu is free.
+//   - The locked bit alone is set and cleared by CAS on the fast paths
+//     without mu; with mu held it may only be set from an unlocked state
+//     with no waiters.
+const (
+	mutexLocked = 1 << 0
+	waiterShift = 1
+	waiterUnit  = 1 << waiterShift
+)
+
+// A Lock is a global VM lock: at most one goroutine holds it at a time, and
+// it knows how many others wait for it.
+//
+// The zero value is an unlocked Lock with the default timeslice and no
+// hook. A Lock must not be copied after first use.
+type Lock struct {
+	// state is the lock word described above.
+	state atomic.Int64
+	// yieldReq is raised, with mu held, by the head waiter once the holder
+	// has kept the lock a timeslice past the moment the waiter started
+	// waiting; it is cleared, with mu held, whenever the lock changes hands
+	// on the slow path or the queue empties. ShouldYield reads it alone.
+	yieldReq atomic.Bool
+
+	// slice and hook are set by New and never change afterwards.
+	slice int64 // timeslice in ns; 0 means DefaultTimeslice, < 0 disabled
+	hook  func(Event)
+
+	// spare is a waiter record kept for the holder's next Yield. It is
+	// guarded by the lock itself: only the goroutine holding the Lock reads
+	// or writes it.
+	spare *waiter
+
+	stats counters
+
+	// mu guards the queue and everything in it (the waiter records'
+	// links, flags and timers), the free list and holderSince. It is held
+	// only for a few instructions at a time, never while blocking.
+	mu          sync.Mutex
+	q           queue
+	free        *waiter // unused waiter records, linked through next
+	holderSince int64   // nanotime of the last slow-path change of holder
+}
+
+// New returns an unlocked Lock configured by opts.
+func New(opts ...Option) *Lock {
+	l := new(Lock)
+	for _, o := range opts {
+		o(l)
+	}
+	return l
+}
+
+// Contended reports whether any goroutine is queued waiting for the lock.
+// It is a single atomic load and may be called by anyone at any time; the
+// answer is exact for the moment of the load. A goroutine that has called
+// Acquire but has not yet run far enough to join the queue (likely at
+// GOMAXPROCS=1, where it needs the holder to block or be preempted first)
+// is not yet waiting, and is not counted.
+func (l *Lock) Contended() bool {
+	return l.state.Load() >= waiterUnit
+}
+
+// Waiters returns how many goroutines are queued waiting for the lock,
+// including a goroutine queued again by Yield. See Contended.
+func (l *Lock) Waiters() int {
+	return int(l.state.Load() >> waiterShift)
+}
+
+// TryAcquire takes the lock if nobody holds it and reports whether it did.
+// It never waits.
+func (l *Lock) TryAcquire() bool {
+	if l.state.CompareAndSwap(0, mutexLocked) {
+		l.acquired()
+		return true
+	}
+	return false
+}
+
+// Acquire takes the lock, waiting in FIFO order behind the goroutines
+// already queued if it is held.
+func (l *Lock) Acquire() {
+	// Fast path: nobody holds it, so nobody waits either.
+	if l.state.CompareAndSwap(0, mutexLocked) {
+		l.acquired()
+		return
+	}
+	l.acquireSlow(nil)
+}
+
+// AcquireContext is Acquire that gives up when ctx is done. It returns nil
+// holding the lock, or ctx.Err() not holding it. A done ctx fails even if the
+// lock is free. A goroutine that gives up leaves no trace: it is no longer
+// counted by Waiters, and if the lock was handed to it at the very moment it
+// gave up, it passes the lock on as Release would.
+func (l *Lock) AcquireContext(ctx context.Context) error {
+	done := ctx.Done()
+	if done == nil {
+		l.Acquire()
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if l.state.CompareAndSwap(0, mutexLocked) {
+		l.acquired()
+		return nil
+	}
+	if !l.acquireSlow(done) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// acquired does the bookkeeping of every successful acquisition.
+func (l *Lock) acquired() {
+	l.stats.acquisitions.Add(1)
+	l.emit(EventAcquired)
+}
+
+// acquireSlow takes the lock or queues for it; done, if not nil, abandons
+// the wait. It reports whether the caller holds the lock.
+func (l *Lock) acquireSlow(done <-chan struct{}) bool {
+	l.mu.Lock()
+	for {
+		s := l.state.Load()
+		if s&mutexLocked == 0 {
+			// Released since the fast path failed. No waiters (invariant),
+			// so taking it barges past nobody.
+			if l.state.CompareAndSwap(s, s|mutexLocked) {
+				l.mu.Unlock()
+				l.acquired()
+				return true
+			}
+			continue
+		}
+		// Held: join the queue. The CAS fails if the holder released on its
+		// fast path meanwhile; then look again.
+		if l.state.CompareAndSwap(s, s+waiterUnit) {
+			break
+		}
+	}
+	w := l.record()
+	l.enqueue(w, nanotime())
+	l.mu.Unlock()
+
+	l.emit(EventWaiting)
+	switch l.wait(w, done) {
+	case granted:
+		l.granted(w)
+		return true
+	case grantedLate:
+		// We gave up, but the lock was already ours: pass it on.
+		l.granted(w)
+		l.Release()
+		l.stats.cancelled.Add(1)
+		return false
+	default: // cancelled
+		return false
+	}
+}
+
+// Release gives the lock up. If anyone waits, the lock goes straight to the
+// longest waiter. Release of an unlocked Lock panics.
+func (l *Lock) Release() {
+	l.emit(EventReleased)
+	// Fast path: held and nobody waits.
+	if l.state.CompareAndSwap(mutexLocked, 0) {
+		return
+	}
+	l.releaseSlow()
+}
+
+// releaseSlow releases a lock that has waiters (or is not held at all).
+func (l *Lock) releaseSlow() {
+	l.mu.Lock()
+	s := l.state.Load()
+	if s&mutexLocked == 0 {
+		l.mu.Unlock()
+		panic("gvl: Release of unlocked Lock")
+	}
+	if w := l.spare; w != nil {
+		// Let queued acquirers reuse the holder's spare record.
+		l.spare = nil
+		l.pushFree(w)
+	}
+	h := l.q.head
+	if h == nil {
+		// The waiters counted when the fast path failed have gone (a
+		// context was cancelled); nobody can join while mu is held.
+		l.yieldReq.Store(false)
+		l.state.Store(0)
+		l.mu.Unlock()
+		return
+	}
+	l.handoff(h)
+	l.state.Add(-waiterUnit)
+	l.mu.Unlock()
+	h.ch <- struct{}{}
+}
+
+// handoff dequeues h, the head waiter, as the next holder. The caller holds
+// mu and the lock, sends the grant on h.ch after unlocking mu and adjusts
+// the waiter count itself.
+func (l *Lock) handoff(h *waiter) {
+	l.q.remove(h)
+	now := nanotime()
+	l.holderSince = now
+	l.headChanged(now)
+	l.stats.handoffs.Add(1)
+}

@@ -1,0 +1,38 @@
+package gvl
+
+import "time"
+
+// DefaultTimeslice is how long a holder may keep the lock while another
+// goroutine waits before it is asked to yield.
+//
+// Ruby uses 100 ms and CPython 5 ms. 10 ms is Go's own scheduling quantum
+// (the runtime preempts a goroutine that has run for 10 ms), so on a single
+// P a waiter stuck behind a spinning holder gets to run, register and time
+// its wait on about that scale anyway; a shorter slice would promise what
+// GOMAXPROCS=1 cannot keep. It is ten times tighter than Ruby's, which
+// bounds the tail latency a waiter sees, and a handoff costs microseconds, so
+// switching every 10 ms spends well under 0.1% of the time on switches.
+const DefaultTimeslice = 10 * time.Millisecond
+
+// An Option configures a Lock made by New.
+type Option func(*Lock)
+
+// WithTimeslice sets how long a holder may keep the lock while others wait
+// before ShouldYield reports true. A d of zero or less disables timeslices:
+// waiters then never ask the holder to yield and arm no timers.
+func WithTimeslice(d time.Duration) Option {
+	return func(l *Lock) {
+		if d <= 0 {
+			l.slice = -1
+			return
+		}
+		l.slice = int64(d)
+	}
+}
+
+// WithHook installs fn as the lock's event hook. fn is called synchronously,
+// on the goroutine concerned, for every event; it must be quick and must not
+// use the lock. A Lock without a hook pays one nil check per event.
+func WithHook(fn func(Event)) Option {
+	return func(l *Lock) { l.hook = fn }
+}

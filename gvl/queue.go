@@ -1,0 +1,148 @@
+package gvl
+
+import (
+	"time"
+)
+
+// A waiter is one goroutine's place in the queue. Records are reused, so a
+// handoff allocates nothing once the lock has made as many records as it
+// ever had goroutines waiting at once.
+type waiter struct {
+	// ch receives exactly one grant per wait. Its capacity of one lets the
+	// releaser send without blocking, before or after the waiter sleeps.
+	ch chan struct{}
+	// timer times the head waiter's wait against the timeslice; nil when
+	// timeslices are disabled. Only the waiter receives from timer.C.
+	timer *time.Timer
+
+	// Guarded by Lock.mu.
+	prev, next *waiter // queue links; next also links the free list
+	queued     bool    // in the queue, no grant sent yet
+	armed      bool    // timer set to fire at deadline and not yet handled
+	deadline   int64   // nanotime the timer fires at, if armed
+	since      int64   // nanotime the wait began
+}
+
+// queue is an intrusive FIFO list of waiters, guarded by Lock.mu.
+type queue struct {
+	head, tail *waiter
+}
+
+func (q *queue) pushBack(w *waiter) {
+	w.prev, w.next = q.tail, nil
+	if q.tail == nil {
+		q.head = w
+	} else {
+		q.tail.next = w
+	}
+	q.tail = w
+	w.queued = true
+}
+
+func (q *queue) remove(w *waiter) {
+	if w.prev == nil {
+		q.head = w.next
+	} else {
+		w.prev.next = w.next
+	}
+	if w.next == nil {
+		q.tail = w.prev
+	} else {
+		w.next.prev = w.prev
+	}
+	w.prev, w.next = nil, nil
+	w.queued = false
+}
+
+// record returns an unused waiter record. Must be called with mu held.
+func (l *Lock) record() *waiter {
+	if w := l.free; w != nil {
+		l.free = w.next
+		w.next = nil
+		return w
+	}
+	w := &waiter{ch: make(chan struct{}, 1)}
+	if l.timeslice() > 0 {
+		w.timer = time.NewTimer(time.Hour)
+		w.timer.Stop()
+	}
+	return w
+}
+
+// pushFree returns w to the free list. Must be called with mu held, and w
+// must be neither queued nor have a grant pending.
+func (l *Lock) pushFree(w *waiter) {
+	w.next = l.free
+	l.free = w
+}
+
+// recycle returns the record of a wait that has ended. The caller holds the
+// lock: the record is kept as the holder's spare for its next Yield, or goes
+// to the free list.
+func (l *Lock) recycle(w *waiter) {
+	if l.spare == nil {
+		l.spare = w
+		return
+	}
+	l.mu.Lock()
+	l.pushFree(w)
+	l.mu.Unlock()
+}
+
+// enqueue appends w, whose owner is about to wait from now on, to the queue.
+// The caller holds mu and has already counted w in the lock word.
+func (l *Lock) enqueue(w *waiter, now int64) {
+	w.since = now
+	l.q.pushBack(w)
+	if l.q.head == w {
+		l.headChanged(now)
+	}
+}
+
+type waitResult uint8
+
+const (
+	granted     waitResult = iota // the lock was handed over
+	cancelled                     // done closed; left the queue
+	grantedLate                   // done closed, but the lock was already handed over
+)
+
+// wait blocks until w is granted the lock or done (which may be nil) is
+// closed, handling timeslice expiries meanwhile.
+func (l *Lock) wait(w *waiter, done <-chan struct{}) waitResult {
+	var tc <-chan time.Time
+	if w.timer != nil {
+		tc = w.timer.C
+	}
+	for {
+		select {
+		case <-w.ch:
+			return granted
+		case <-tc:
+			l.expired(w)
+		case <-done:
+			l.mu.Lock()
+			if !w.queued {
+				// A releaser dequeued us and is sending the grant.
+				l.mu.Unlock()
+				<-w.ch
+				return grantedLate
+			}
+			l.q.remove(w)
+			l.state.Add(-waiterUnit)
+			l.headChanged(nanotime())
+			l.pushFree(w)
+			l.mu.Unlock()
+			l.stats.cancelled.Add(1)
+			return cancelled
+		}
+	}
+}
+
+// granted finishes a wait that got the lock: the caller now holds it.
+func (l *Lock) granted(w *waiter) {
+	d := nanotime() - w.since
+	l.recycle(w)
+	l.stats.recordWait(d)
+	l.acquired()
+}
