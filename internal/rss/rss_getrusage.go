@@ -1,0 +1,16 @@
+//go:build darwin || freebsd || netbsd || openbsd || dragonfly
+
+package rss
+
+import (
+	"errors"
+	"fmt"
+)
+
+func peak() (uint64, error) { return maxRSS() }
+
+// current is unsupported here: darwin would need Mach task_info and the BSDs
+// a kinfo_proc sysctl, neither worth a dependency for a progress display.
+func current() (uint64, error) {
+	return 0, fmt.Errorf("rss: current resident set size: %w", errors.ErrUnsupported)
+}
