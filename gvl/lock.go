@@ -52,15 +52,17 @@ type Lock struct {
 	// or writes it.
 	spare *waiter
 
-	stats counters
+	// acquisitions counts every successful acquisition (see Stats).
+	acquisitions atomic.Uint64
 
 	// mu guards the queue and everything in it (the waiter records'
-	// links, flags and timers), the free list and holderSince. It is held
-	// only for a few instructions at a time, never while blocking.
+	// links, flags and timers), the free list, holderSince and stats. It
+	// is held only for a few instructions at a time, never while blocking.
 	mu          sync.Mutex
 	q           queue
 	free        *waiter // unused waiter records, linked through next
-	holderSince int64   // nanotime of the last slow-path change of holder
+	holderSince int64   // nanotime of the last handoff
+	stats       counters
 }
 
 // New returns an unlocked Lock configured by opts.
@@ -135,7 +137,7 @@ func (l *Lock) AcquireContext(ctx context.Context) error {
 
 // acquired does the bookkeeping of every successful acquisition.
 func (l *Lock) acquired() {
-	l.stats.acquisitions.Add(1)
+	l.acquisitions.Add(1)
 	l.emit(EventAcquired)
 }
 
@@ -174,7 +176,9 @@ func (l *Lock) acquireSlow(done <-chan struct{}) bool {
 		// We gave up, but the lock was already ours: pass it on.
 		l.granted(w)
 		l.Release()
-		l.stats.cancelled.Add(1)
+		l.mu.Lock()
+		l.stats.cancelled++
+		l.mu.Unlock()
 		return false
 	default: // cancelled
 		return false
@@ -214,19 +218,24 @@ func (l *Lock) releaseSlow() {
 		l.mu.Unlock()
 		return
 	}
-	l.handoff(h)
+	now := nanotime()
+	l.handoff(h, now)
+	l.headChanged(now)
 	l.state.Add(-waiterUnit)
 	l.mu.Unlock()
 	h.ch <- struct{}{}
 }
 
-// handoff dequeues h, the head waiter, as the next holder. The caller holds
-// mu and the lock, sends the grant on h.ch after unlocking mu and adjusts
-// the waiter count itself.
-func (l *Lock) handoff(h *waiter) {
+// handoff dequeues h, the head waiter, as the next holder, now. The caller
+// holds mu and the lock; it adjusts the waiter count, re-evaluates the
+// timeslice for the new head and, after unlocking mu, sends the grant on
+// h.ch.
+func (l *Lock) handoff(h *waiter, now int64) {
 	l.q.remove(h)
-	now := nanotime()
 	l.holderSince = now
-	l.headChanged(now)
-	l.stats.handoffs.Add(1)
+	d := now - h.since
+	l.stats.handoffs++
+	l.stats.contended++
+	l.stats.waitTotal += d
+	l.stats.waitMax = max(l.stats.waitMax, d)
 }

@@ -1,7 +1,6 @@
 package gvl
 
 import (
-	"sync/atomic"
 	"time"
 )
 
@@ -21,48 +20,36 @@ type Stats struct {
 	// Cancelled counts waits abandoned because a context was done.
 	Cancelled uint64
 	// WaitTotal and WaitMax are the total and the longest time a contended
-	// acquisition spent in the queue, measured by the waiter from joining
-	// the queue until it ran again holding the lock.
+	// acquisition spent in the queue: from joining it until the lock was
+	// handed over. The releaser measures it with the clock reading it takes
+	// anyway, so it leaves out the scheduler's delay in running the waiter.
 	WaitTotal time.Duration
 	WaitMax   time.Duration
 }
 
-// counters are the Lock's statistics. Every field is updated atomically, so
-// Stats may read them at any time; they are counters, not a snapshot, and two
-// fields read together may disagree by an event in flight.
+// counters are the slow paths' statistics, guarded by Lock.mu: every
+// event they count happens with mu held already, so a plain increment is
+// cheaper than an atomic one. Acquisitions, which the fast paths count too,
+// is an atomic field of Lock instead.
 type counters struct {
-	acquisitions atomic.Uint64
-	contended    atomic.Uint64
-	handoffs     atomic.Uint64
-	yields       atomic.Uint64
-	cancelled    atomic.Uint64
-	waitTotal    atomic.Int64
-	waitMax      atomic.Int64
+	contended, handoffs, yields, cancelled uint64
+	waitTotal, waitMax                     int64
 }
 
 // Stats returns the lock's counters. It may be called at any time, by any
 // goroutine, holding the lock or not.
 func (l *Lock) Stats() Stats {
-	c := &l.stats
+	a := l.acquisitions.Load()
+	l.mu.Lock()
+	c := l.stats
+	l.mu.Unlock()
 	return Stats{
-		Acquisitions: c.acquisitions.Load(),
-		Contended:    c.contended.Load(),
-		Handoffs:     c.handoffs.Load(),
-		Yields:       c.yields.Load(),
-		Cancelled:    c.cancelled.Load(),
-		WaitTotal:    time.Duration(c.waitTotal.Load()),
-		WaitMax:      time.Duration(c.waitMax.Load()),
-	}
-}
-
-// recordWait accounts one contended acquisition that waited d nanoseconds.
-func (c *counters) recordWait(d int64) {
-	c.contended.Add(1)
-	c.waitTotal.Add(d)
-	for {
-		m := c.waitMax.Load()
-		if d <= m || c.waitMax.CompareAndSwap(m, d) {
-			return
-		}
+		Acquisitions: a,
+		Contended:    c.contended,
+		Handoffs:     c.handoffs,
+		Yields:       c.yields,
+		Cancelled:    c.cancelled,
+		WaitTotal:    time.Duration(c.waitTotal),
+		WaitMax:      time.Duration(c.waitMax),
 	}
 }

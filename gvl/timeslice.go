@@ -8,8 +8,8 @@ import (
 // the queue has waited longest, so it alone times the holder: its record's
 // timer is set to fire a timeslice after the later of (a) when it started
 // waiting and (b) when the lock last changed hands on the slow path. When it
-// fires and the holder is still the same, the waiter raises yieldReq, which
-// the holder reads in ShouldYield. Fast-path acquisitions do not record the
+// fires and the slice is used up, it raises yieldReq, which the holder reads
+// in ShouldYield. Fast-path acquisitions do not record the
 // time, and need not: they happen only with nobody queued, so every waiter
 // started waiting after them and (a) is the later time.
 //
@@ -74,7 +74,8 @@ func (l *Lock) headChanged(now int64) {
 	h.armed, h.deadline = true, deadline
 }
 
-// expired handles a timer firing for w, whose goroutine is waiting.
+// expired runs when w's timer fires. By then w may be head of the queue,
+// further back, or recycled; only a head re-evaluates the timeslice.
 func (l *Lock) expired(w *waiter) {
 	l.mu.Lock()
 	w.armed = false
