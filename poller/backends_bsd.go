@@ -1,0 +1,7 @@
+//go:build darwin || freebsd
+
+package poller
+
+const defaultBackend = BackendPoll
+
+var platformBackends = []Backend{BackendPoll, BackendSelect}

@@ -1,0 +1,5 @@
+package poller
+
+const defaultBackend = BackendEpoll
+
+var platformBackends = []Backend{BackendEpoll, BackendPoll, BackendSelect}

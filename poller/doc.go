@@ -1,0 +1,28 @@
+// Package poller multiplexes file descriptors and turns the time it would
+// spend blocked in the kernel into bounded garbage-collection steps.
+//
+// It offers the one-shot calls of Ruby's IO.select and
+// rb_wait_for_single_fd (Mux.Select, Mux.Poll, Mux.WaitFD) and an event
+// loop (Loop) built on the same idle algorithm:
+//
+//	if nobody waits for the lock and the stepper may have work:
+//	    poll with zero timeout                 (lock kept: this cannot block)
+//	    nothing ready → step(budget); repeat while steps remain and time is left
+//	otherwise, or once steps run out:
+//	    release the lock, poll with the real timeout, reacquire
+//
+// The lock is a *gvl.Lock given with WithGVL; the caller of every Mux and
+// Loop method that waits must hold it, and it is released only around a
+// wait that may block, through gvl.Lock.Blocking. The stepper is any
+// gcstep.Stepper given with WithStepper. Without a stepper the package is a
+// plain multiplexer; without a lock nobody is ever waiting.
+//
+// Backends: epoll (Linux, the default there), poll (ppoll(2) with a nil
+// signal mask on Linux, poll(2) on darwin and freebsd) and select. Every
+// backend keeps the contract written in backend.go, and the same tests run
+// against each one available on the platform.
+//
+// Every system call the package makes goes through one table (sys.go) and is
+// counted; Stats reports the counts so experiments and benchmarks can see
+// what a call cost.
+package poller

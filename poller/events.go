@@ -1,0 +1,65 @@
+package poller
+
+import "strings"
+
+// Events is a set of readiness conditions of one fd: what a caller waits for
+// (Read, Write, Priority) and what the kernel reports (the same, plus Hangup,
+// Error and Invalid, which are always reported and need not be asked for).
+type Events uint16
+
+const (
+	// Read: data to read, or end of file (POLLIN, EPOLLIN, the read set).
+	Read Events = 1 << iota
+	// Write: room to write (POLLOUT, EPOLLOUT, the write set).
+	Write
+	// Priority: urgent data, such as TCP out-of-band bytes (POLLPRI,
+	// EPOLLPRI, select's exceptional set).
+	Priority
+	// Hangup: the peer closed its end (POLLHUP, EPOLLHUP, EPOLLRDHUP).
+	// select(2) cannot tell a hangup apart: it reports the fd readable,
+	// and a read returns 0.
+	Hangup
+	// Error: an error condition is pending on the fd (POLLERR, EPOLLERR),
+	// such as the write end of a pipe whose read end is closed.
+	Error
+	// Invalid: the fd is not open (POLLNVAL; with select(2), an EBADF found
+	// by probing each fd). A Loop removes an fd reported Invalid after its
+	// handler returns, so a closed fd never makes the loop spin; Mux.WaitFD
+	// returns Invalid with a nil error.
+	Invalid
+)
+
+// waitable is what a caller may ask for; the rest is always reported.
+const waitable = Read | Write | Priority
+
+var eventNames = [...]string{"Read", "Write", "Priority", "Hangup", "Error", "Invalid"}
+
+// String returns the set as names joined by "|", such as "Read|Hangup", or
+// "0" for the empty set.
+func (e Events) String() string {
+	if e == 0 {
+		return "0"
+	}
+	var b strings.Builder
+	for i, name := range eventNames {
+		if e&(1<<i) != 0 {
+			if b.Len() > 0 {
+				b.WriteByte('|')
+			}
+			b.WriteString(name)
+		}
+	}
+	if rest := e &^ (1<<len(eventNames) - 1); rest != 0 {
+		if b.Len() > 0 {
+			b.WriteByte('|')
+		}
+		b.WriteString("0x")
+		const hex = "0123456789abcdef"
+		var buf [4]byte
+		for i := range buf {
+			buf[3-i] = hex[rest>>(4*i)&0xf]
+		}
+		b.Write(buf[:])
+	}
+	return b.String()
+}

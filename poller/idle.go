@@ -1,0 +1,103 @@
+package poller
+
+import (
+	"time"
+
+	"github.com/idlemux/idlemux/gcstep"
+	"github.com/idlemux/idlemux/gvl"
+)
+
+// idler runs the idle algorithm of the package comment around one waitFunc.
+// It is the only implementation of that algorithm: Mux's one-shot calls and
+// Loop.RunOnce all wait through idler.wait.
+type idler struct {
+	lock    *gvl.Lock      // nil: nobody ever waits, nothing is released
+	stepper gcstep.Stepper // nil: no idle work
+	budget  time.Duration  // bound on one Step, > 0
+	c       *counters
+}
+
+// wait waits up to timeout (negative: indefinitely; zero: one poll that
+// cannot block) for poll to report something ready, stepping while idle.
+//
+// With stepFirst the first step comes before the first poll (WaitFD, which
+// usually follows EAGAIN); otherwise a zero-timeout poll comes first
+// (Select, Poll, the Loop: data is often ready already).
+//
+// Steps happen only with the lock uncontended, and only while at least one
+// budget is left before the deadline, so a step delays the deadline (a
+// call's timeout, a Loop's next timer) by at most one budget. Every step is
+// followed by a zero-timeout poll, which keeps the lock. Once the stepper
+// reports no more work, somebody waits for the lock, or less than a budget
+// is left, wait blocks with the lock released.
+//
+// The caller holds the lock, if there is one; it holds it again on return.
+func (d *idler) wait(timeout time.Duration, stepFirst bool, poll waitFunc) (int, error) {
+	if timeout == 0 {
+		return d.zero(poll)
+	}
+	if d.stepper != nil {
+		var deadline time.Time
+		if timeout > 0 {
+			deadline = time.Now().Add(timeout)
+		}
+		if !stepFirst {
+			if n, err := d.zero(poll); n != 0 || err != nil {
+				return n, err
+			}
+		}
+		for {
+			if d.lock != nil && d.lock.Contended() {
+				break
+			}
+			budget := d.budget
+			if timeout > 0 {
+				left := time.Until(deadline)
+				if left < budget {
+					break
+				}
+			}
+			more := d.step(budget)
+			if n, err := d.zero(poll); n != 0 || err != nil {
+				return n, err
+			}
+			if !more {
+				break
+			}
+		}
+		if timeout > 0 {
+			timeout = time.Until(deadline)
+			if timeout <= 0 {
+				// The last poll was a zero-timeout one, after the
+				// last step: the deadline has been honoured.
+				return 0, nil
+			}
+		}
+	}
+	return d.block(timeout, poll)
+}
+
+// step runs one Step and accounts for it.
+func (d *idler) step(budget time.Duration) bool {
+	start := time.Now()
+	more := d.stepper.Step(budget)
+	d.c.steps.Add(1)
+	d.c.stepNanos.Add(uint64(time.Since(start)))
+	return more
+}
+
+// zero polls once without blocking, keeping the lock: it cannot block.
+func (d *idler) zero(poll waitFunc) (int, error) {
+	d.c.zeroPolls.Add(1)
+	return d.c.restart(0, poll)
+}
+
+// block waits up to timeout (nonzero) with the lock released.
+func (d *idler) block(timeout time.Duration, poll waitFunc) (n int, err error) {
+	d.c.blockingPolls.Add(1)
+	if d.lock == nil {
+		return d.c.restart(timeout, poll)
+	}
+	d.lock.Blocking(func() { n, err = d.c.restart(timeout, poll) })
+	return n, err
+}

@@ -1,0 +1,365 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// A Handler is called by a Loop, on the loop goroutine and with the lock
+// held (if there is one), when its fd is ready: ev holds what is ready among
+// what was asked for, plus Hangup, Error and Invalid.
+type Handler func(fd int, ev Events)
+
+// batchSize is how many ready fds one wait reports at most; the others stay
+// ready (level-triggered) and are reported by the next wait.
+const batchSize = 128
+
+// A Loop is an event loop: fds with handlers, timers and Wake, run by one
+// goroutine through Run or RunOnce, waiting with the idle algorithm of the
+// package comment.
+//
+// Add, Modify, Remove, AfterFunc, Wake, Stats and Close may be called from
+// any goroutine, and from handlers and timer functions during dispatch; a
+// handler may remove or modify its own fd. Run and RunOnce are for one
+// goroutine at a time, which must hold the lock given with WithGVL.
+type Loop struct {
+	c       counters
+	idle    idler
+	be      backend
+	backend Backend
+	pollFn  waitFunc     // l.poll, bound once
+	evs     []readyEvent // the batch; loop goroutine only
+	fired   []*Timer     // due timers being fired; loop goroutine only
+
+	// waiting is true from the moment RunOnce computes its timeout (under
+	// mu) until its wait returns. A change that the wait must see (a timer
+	// earlier than the wait's timeout, a registration on a backend that
+	// only sees it in the next wait) wakes the loop when waiting is set.
+	waiting atomic.Bool
+
+	mu      sync.Mutex
+	regs    map[int]*registration // guarded by mu; nil once closed
+	lastGen uint32                // guarded by mu; last generation handed out
+	timers  timerHeap             // guarded by mu
+	running bool                  // guarded by mu; RunOnce in progress
+	closed  bool                  // guarded by mu
+
+	wake waker
+}
+
+// A registration is one watched fd. keep holds the *os.File or
+// syscall.Conn the fd came from, so the file is not closed by a finalizer
+// while the loop watches its fd.
+type registration struct {
+	fd   int
+	ev   Events
+	gen  uint32
+	h    Handler
+	keep any
+}
+
+// NewLoop returns a Loop configured by opts. It fails with ErrBackend if
+// WithBackend names a backend the platform lacks, or with the error of the
+// system call that failed (running out of fds, for instance).
+func NewLoop(opts ...Option) (*Loop, error) {
+	cfg := newConfig(opts)
+	l := &Loop{
+		backend: cfg.backend,
+		evs:     make([]readyEvent, batchSize),
+		regs:    make(map[int]*registration),
+	}
+	l.idle = idler{lock: cfg.lock, stepper: cfg.stepper, budget: cfg.budget, c: &l.c}
+	l.pollFn = l.poll
+	be, err := newBackend(cfg.backend, &l.c)
+	if err != nil {
+		return nil, err
+	}
+	l.be = be
+	if err := l.wake.open(&l.c); err != nil {
+		be.close()
+		return nil, err
+	}
+	if err := be.add(l.wake.rfd, Read, wakeGen); err != nil {
+		l.wake.close(&l.c)
+		be.close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Stats returns what l did so far.
+func (l *Loop) Stats() Stats { return l.c.snapshot() }
+
+// Backend returns the backend l waits with.
+func (l *Loop) Backend() Backend { return l.backend }
+
+// Add watches fd for ev (Read, Write, Priority; Hangup, Error and Invalid
+// are always reported) and calls h when it is ready. The fd stays owned by
+// the caller, who must Remove it before closing it: epoll forgets a closed
+// fd by itself only once every duplicate of it is closed, and select and
+// poll report it Invalid (after which the Loop drops it).
+//
+// Errors: ErrFDRange for a negative fd (or one select cannot hold),
+// ErrRegistered if fd is already watched, the system call's error for an fd
+// that is not open, ErrClosed after Close.
+func (l *Loop) Add(fd int, ev Events, h Handler) error {
+	return l.add(fd, ev, h, nil)
+}
+
+// AddFile is Add for the fd of f, which it obtains through f.SyscallConn,
+// not f.Fd: Fd switches the file, and every dup of it, to blocking mode.
+// f is kept alive while registered. It returns the fd, for Modify and
+// Remove.
+func (l *Loop) AddFile(f *os.File, ev Events, h Handler) (int, error) {
+	return l.AddConn(f, ev, h)
+}
+
+// AddConn is Add for the fd of c (a *net.TCPConn, a *net.UnixConn, an
+// *os.File...), obtained through c.SyscallConn without changing its
+// blocking mode. c is kept alive while registered. It returns the fd, for
+// Modify and Remove.
+func (l *Loop) AddConn(c syscall.Conn, ev Events, h Handler) (int, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return -1, fmt.Errorf("poller: AddConn: %w", err)
+	}
+	fd := -1
+	if err := rc.Control(func(s uintptr) { fd = int(s) }); err != nil {
+		return -1, fmt.Errorf("poller: AddConn: %w", err)
+	}
+	if err := l.add(fd, ev, h, c); err != nil {
+		return -1, err
+	}
+	return fd, nil
+}
+
+func (l *Loop) add(fd int, ev Events, h Handler, keep any) error {
+	if h == nil {
+		panic("poller: Add with a nil Handler")
+	}
+	if fd < 0 {
+		return fmt.Errorf("poller: Add: fd %d: %w", fd, ErrFDRange)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if _, ok := l.regs[fd]; ok {
+		return fmt.Errorf("poller: Add: fd %d: %w", fd, ErrRegistered)
+	}
+	l.lastGen++
+	if l.lastGen == wakeGen {
+		l.lastGen++
+	}
+	r := &registration{fd: fd, ev: ev & waitable, gen: l.lastGen, h: h, keep: keep}
+	if err := l.be.add(fd, r.ev, r.gen); err != nil {
+		return err
+	}
+	l.regs[fd] = r
+	l.changedLocked()
+	return nil
+}
+
+// Modify changes what fd is watched for. A Loop never delivers an event
+// that was not asked for when its handler is called (Hangup, Error and
+// Invalid aside), even from a batch collected before Modify.
+func (l *Loop) Modify(fd int, ev Events) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	r, ok := l.regs[fd]
+	if !ok {
+		return fmt.Errorf("poller: Modify: fd %d: %w", fd, ErrNotRegistered)
+	}
+	if err := l.be.modify(fd, ev&waitable, r.gen); err != nil {
+		return err
+	}
+	r.ev = ev & waitable
+	l.changedLocked()
+	return nil
+}
+
+// Remove stops watching fd. Its handler is not called again, not even for
+// events of a batch collected before Remove. If fd was closed before being
+// removed, the registration is dropped all the same and the kernel's
+// complaint (EBADF, or ENOENT if the number was reused) is returned.
+func (l *Loop) Remove(fd int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if _, ok := l.regs[fd]; !ok {
+		return fmt.Errorf("poller: Remove: fd %d: %w", fd, ErrNotRegistered)
+	}
+	delete(l.regs, fd)
+	err := l.be.remove(fd)
+	l.changedLocked()
+	return err
+}
+
+// changedLocked wakes a wait that must see a change it would otherwise
+// miss. l.mu must be held.
+func (l *Loop) changedLocked() {
+	if l.waiting.Load() && l.be.wakeOnChange() {
+		l.Wake()
+	}
+}
+
+// Run runs the loop until ctx is done (returning ctx.Err()), Close is
+// called (returning ErrClosed), or a wait fails (returning its error).
+func (l *Loop) Run(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, l.Wake)
+	defer stop()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := l.RunOnce(-1); err != nil {
+			return err
+		}
+	}
+}
+
+// RunOnce waits until an fd is ready, a timer is due, Wake is called or
+// timeout passes (negative: no limit; zero: do not block), stepping while
+// idle, then calls the handlers of the ready fds and the functions of the
+// due timers, and returns how many it called. It returns ErrClosed if the
+// loop is closed, before or during the call.
+//
+// It must not be called concurrently with itself, nor from a handler; it
+// panics if it is.
+func (l *Loop) RunOnce(timeout time.Duration) (int, error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return 0, ErrClosed
+	}
+	if l.running {
+		l.mu.Unlock()
+		panic("poller: Loop.RunOnce called concurrently or from a handler")
+	}
+	l.running = true
+	l.waiting.Store(true)
+	timeout = l.timers.clamp(timeout)
+	l.mu.Unlock()
+	defer l.exit()
+
+	n, err := l.idle.wait(timeout, false, l.pollFn)
+	l.waiting.Store(false)
+	if err != nil {
+		return 0, os.NewSyscallError(l.be.waitName(), err)
+	}
+	called := l.dispatch(n)
+	called += l.fireTimers()
+	if l.isClosed() {
+		return called, ErrClosed
+	}
+	return called, nil
+}
+
+func (l *Loop) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// exit ends a RunOnce, freeing the loop's fds if Close came meanwhile.
+func (l *Loop) exit() {
+	l.waiting.Store(false)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.running = false
+	if l.closed {
+		l.freeLocked()
+	}
+}
+
+// poll is the Loop's waitFunc: one backend wait.
+func (l *Loop) poll(timeout time.Duration) (int, error) {
+	return l.be.wait(timeout, l.evs)
+}
+
+// dispatch calls the handlers of the first n events of l.evs and returns
+// how many it called. Each registration is looked up again under mu, so an
+// event whose fd was removed, or removed and added again (a new
+// generation), since the wait is dropped.
+func (l *Loop) dispatch(n int) int {
+	called := 0
+	for i := range n {
+		e := l.evs[i]
+		if e.gen == wakeGen {
+			l.wake.drain(&l.c)
+			continue
+		}
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			break
+		}
+		r := l.regs[int(e.fd)]
+		if r == nil || r.gen != e.gen {
+			l.mu.Unlock()
+			continue
+		}
+		ev := e.ev & (r.ev | Hangup | Error | Invalid)
+		h := r.h
+		if e.ev&Invalid != 0 {
+			// Closed behind the loop's back: drop it now, or every
+			// wait would report it again and the loop would spin.
+			delete(l.regs, r.fd)
+			l.be.remove(r.fd)
+		}
+		l.mu.Unlock()
+		if ev == 0 {
+			continue
+		}
+		called++
+		l.c.events.Add(1)
+		h(int(e.fd), ev)
+	}
+	return called
+}
+
+// Close stops the loop and releases every fd it created (the backend's and
+// the wake fds; registered fds belong to their owners and stay open). A
+// RunOnce or Run in progress is woken and returns ErrClosed, releasing the
+// fds on its way out. Every later call returns ErrClosed, Close included.
+func (l *Loop) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.closed = true
+	l.regs = nil
+	l.timers.clear()
+	if l.running {
+		l.mu.Unlock()
+		l.Wake()
+		return nil
+	}
+	err := l.freeLocked()
+	l.mu.Unlock()
+	return err
+}
+
+// freeLocked closes the loop's own fds. l.mu must be held, l.closed set and
+// no RunOnce running; it runs once.
+func (l *Loop) freeLocked() error {
+	if l.be == nil {
+		return nil
+	}
+	err := errors.Join(l.wake.close(&l.c), l.be.close())
+	l.be = nil
+	return err
+}

@@ -1,0 +1,124 @@
+package poller
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/idlemux/idlemux/gcstep"
+	"github.com/idlemux/idlemux/gvl"
+)
+
+// DefaultStepBudget bounds one idle step when WithStepBudget is not given.
+//
+// One millisecond: long enough for a useful slice of collection work (a Go
+// cycle on an almost empty heap takes 0.2 ms to 4 ms, so a stepper usually
+// starts or skips rather than finishes one), and short enough that a due
+// timer or a call's timeout, which a step may delay by at most one budget,
+// is late by no more than the usual scheduling noise. V8 plans idle tasks
+// in slices of the same order.
+const DefaultStepBudget = time.Millisecond
+
+// An Option configures a Mux made by New or a Loop made by NewLoop.
+type Option func(*config)
+
+type config struct {
+	lock    *gvl.Lock
+	stepper gcstep.Stepper
+	budget  time.Duration
+	backend Backend
+}
+
+func newConfig(opts []Option) config {
+	c := config{budget: DefaultStepBudget, backend: BackendDefault}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.backend == BackendDefault {
+		c.backend = defaultBackend
+	}
+	return c
+}
+
+// WithGVL makes waits cooperate with l: the caller holds l while calling,
+// a wait that may block releases it (through l.Blocking) and reacquires it
+// before returning, and no idle step is taken while another goroutine waits
+// for l. Without a lock nobody is ever waiting and nothing is released.
+func WithGVL(l *gvl.Lock) Option {
+	return func(c *config) { c.lock = l }
+}
+
+// WithStepper sets the idle work: s.Step is called when a wait would
+// otherwise block, as described in the package comment. Without a stepper
+// (or with nil) there is no idle work and the package is a plain
+// multiplexer.
+func WithStepper(s gcstep.Stepper) Option {
+	return func(c *config) { c.stepper = s }
+}
+
+// WithStepBudget sets the bound passed to each Step call; it defaults to
+// DefaultStepBudget. A wait steps only while at least one budget of its
+// timeout (or of the time to the next timer) is left, so a step makes a call
+// overrun its timeout, or a timer fire late, by at most about one budget.
+// It panics if d is not positive.
+func WithStepBudget(d time.Duration) Option {
+	if d <= 0 {
+		panic(fmt.Sprintf("poller: step budget %v is not positive", d))
+	}
+	return func(c *config) { c.budget = d }
+}
+
+// WithBackend chooses the system call a Mux or Loop waits with. The default
+// is epoll on Linux and poll elsewhere. NewLoop returns ErrBackend for a
+// backend the platform lacks, New panics.
+func WithBackend(b Backend) Option {
+	return func(c *config) { c.backend = b }
+}
+
+// A Backend names the kernel interface a Mux or Loop waits with.
+type Backend uint8
+
+const (
+	// BackendDefault is epoll on Linux and poll elsewhere.
+	BackendDefault Backend = iota
+	// BackendEpoll waits with epoll(7): cost independent of how many fds
+	// are registered. Linux only.
+	BackendEpoll
+	// BackendPoll waits with ppoll(2) and a nil signal mask on Linux (no
+	// rt_sigprocmask per call), poll(2) on darwin and freebsd.
+	BackendPoll
+	// BackendSelect waits with select(2): fds must be below FD_SETSIZE.
+	BackendSelect
+)
+
+// String returns "epoll", "poll", "select" or "default"; benchmark names
+// use it.
+func (b Backend) String() string {
+	switch b {
+	case BackendDefault:
+		return "default"
+	case BackendEpoll:
+		return "epoll"
+	case BackendPoll:
+		return "poll"
+	case BackendSelect:
+		return "select"
+	}
+	return fmt.Sprintf("Backend(%d)", uint8(b))
+}
+
+// Backends returns the backends available on this platform, the default
+// first.
+func Backends() []Backend {
+	return append([]Backend(nil), platformBackends...)
+}
+
+func (b Backend) available() bool {
+	for _, p := range platformBackends {
+		if p == b {
+			return true
+		}
+	}
+	return false
+}

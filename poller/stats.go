@@ -1,0 +1,63 @@
+package poller
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Stats counts what a Mux or Loop did since it was made. Every field only
+// grows; subtract two snapshots to see what happened in between.
+type Stats struct {
+	// ZeroPolls counts waits with a zero timeout: the idle loop's probes and
+	// callers' own zero timeouts. They never block and keep the lock.
+	ZeroPolls uint64
+	// BlockingPolls counts waits that could block (a nonzero timeout); each
+	// released the lock, if there is one. EINTR restarts are not counted
+	// again.
+	BlockingPolls uint64
+	// Events counts readiness reports: fds found ready by Mux calls, handler
+	// calls by a Loop.
+	Events uint64
+	// Steps counts calls to the stepper's Step, and StepTime the wall time
+	// they took together.
+	Steps    uint64
+	StepTime time.Duration
+	// Timers counts Loop timers fired.
+	Timers uint64
+	// WakeCalls counts Loop.Wake calls; Wakeups counts the wakeups the loop
+	// received. Coalescing makes Wakeups much smaller than WakeCalls when
+	// many goroutines call Wake at once.
+	WakeCalls uint64
+	Wakeups   uint64
+	// Restarts counts waits restarted after EINTR (with the time left
+	// recomputed from the call's deadline); Spurious counts waits that
+	// returned nothing before their deadline and were restarted.
+	Restarts uint64
+	Spurious uint64
+	// Syscalls counts every system call made, waits and restarts included.
+	Syscalls uint64
+}
+
+// counters is the live, concurrently updated form of Stats.
+type counters struct {
+	zeroPolls, blockingPolls, events     atomic.Uint64
+	steps, stepNanos, timers             atomic.Uint64
+	wakeCalls, wakeups, restarts, spurio atomic.Uint64
+	syscalls                             atomic.Uint64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		ZeroPolls:     c.zeroPolls.Load(),
+		BlockingPolls: c.blockingPolls.Load(),
+		Events:        c.events.Load(),
+		Steps:         c.steps.Load(),
+		StepTime:      time.Duration(c.stepNanos.Load()),
+		Timers:        c.timers.Load(),
+		WakeCalls:     c.wakeCalls.Load(),
+		Wakeups:       c.wakeups.Load(),
+		Restarts:      c.restarts.Load(),
+		Spurious:      c.spurio.Load(),
+		Syscalls:      c.syscalls.Load(),
+	}
+}

@@ -1,0 +1,123 @@
+package poller
+
+import (
+	"math"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// sysTable holds every system call the package makes. Production code calls
+// them only through the counting wrappers below, which read the package
+// variable sys; tests swap sys (never concurrently with a running Mux or
+// Loop) to make calls fail or misbehave: EINTR anywhere, EAGAIN, EBADF,
+// ENOMEM, waits that return early with nothing ready.
+//
+// Entries return raw errnos (unix.Errno), never wrapped ones, so that the
+// callers can compare with EINTR and EAGAIN; callers wrap with
+// os.NewSyscallError before an error reaches the user.
+//
+// Timeouts are durations, converted to each call's unit inside the entry:
+// a negative duration blocks indefinitely, zero polls without blocking.
+type sysTable struct {
+	// poll is ppoll(2) with a nil signal mask where x/sys has it (Linux),
+	// poll(2) elsewhere.
+	poll func(fds []unix.PollFd, timeout time.Duration) (int, error)
+	// sel is select(2). The fd sets are modified in place.
+	sel func(nfd int, r, w, e *unix.FdSet, timeout time.Duration) (int, error)
+	// read, write and close are the plain calls. close is never retried.
+	read  func(fd int, p []byte) (int, error)
+	write func(fd int, p []byte) (int, error)
+	close func(fd int) error
+	// fdFlags is fcntl(fd, F_GETFD): the cheapest "is fd open?".
+	fdFlags func(fd int) (int, error)
+	// pipe makes a nonblocking, close-on-exec pipe.
+	pipe func() (r, w int, err error)
+
+	sysPlatform
+}
+
+// sys is the table in use. See sysTable.
+var sys = sysTable{
+	poll:    sysPoll,
+	sel:     sysSelect,
+	read:    unix.Read,
+	write:   unix.Write,
+	close:   unix.Close,
+	fdFlags: func(fd int) (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0) },
+	pipe:    sysPipe,
+
+	sysPlatform: platformSys,
+}
+
+// msTimeout converts d to poll(2) and epoll_wait(2) milliseconds, rounding
+// up so that a wait never ends before its deadline: a wait that ended early
+// would be counted as spurious and restarted.
+func msTimeout(d time.Duration) int {
+	if d < 0 {
+		return -1
+	}
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	if ms > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int(ms)
+}
+
+func sysSelect(nfd int, r, w, e *unix.FdSet, timeout time.Duration) (int, error) {
+	if timeout < 0 {
+		return unix.Select(nfd, r, w, e, nil)
+	}
+	tv := unix.NsecToTimeval(int64(timeout))
+	if timeout > 0 && tv.Sec == 0 && tv.Usec == 0 {
+		tv.Usec = 1 // round up: never end a wait before its deadline
+	}
+	return unix.Select(nfd, r, w, e, &tv)
+}
+
+// The counting wrappers: the only callers of sys. Each counts one system
+// call in c, then makes it.
+
+func (c *counters) poll(fds []unix.PollFd, timeout time.Duration) (int, error) {
+	c.syscalls.Add(1)
+	return sys.poll(fds, timeout)
+}
+
+func (c *counters) sel(nfd int, r, w, e *unix.FdSet, timeout time.Duration) (int, error) {
+	c.syscalls.Add(1)
+	return sys.sel(nfd, r, w, e, timeout)
+}
+
+func (c *counters) read(fd int, p []byte) (int, error) {
+	c.syscalls.Add(1)
+	return sys.read(fd, p)
+}
+
+func (c *counters) write(fd int, p []byte) (int, error) {
+	c.syscalls.Add(1)
+	return sys.write(fd, p)
+}
+
+// close closes fd once. It is never retried, not even after EINTR: the fd
+// is gone by then on Linux and may already be reused by another goroutine.
+func (c *counters) close(fd int) error {
+	c.syscalls.Add(1)
+	err := sys.close(fd)
+	if err == unix.EINTR {
+		err = nil
+	}
+	return err
+}
+
+// fdOpen reports whether fd is an open file descriptor; any answer but
+// EBADF counts as open (the fd may still be bad, the wait will tell).
+func (c *counters) fdOpen(fd int) bool {
+	c.syscalls.Add(1)
+	_, err := sys.fdFlags(fd)
+	return err != unix.EBADF
+}
+
+func (c *counters) pipe() (r, w int, err error) {
+	c.syscalls.Add(1)
+	return sys.pipe()
+}

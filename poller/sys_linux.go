@@ -1,0 +1,68 @@
+package poller
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// sysPlatform is the Linux part of sysTable: epoll and eventfd.
+type sysPlatform struct {
+	epollCreate func() (int, error)
+	epollCtl    func(epfd, op, fd int, ev *unix.EpollEvent) error
+	epollWait   func(epfd int, evs []unix.EpollEvent, timeout time.Duration) (int, error)
+	// eventfd makes a nonblocking, close-on-exec eventfd counting from 0.
+	eventfd func() (int, error)
+}
+
+var platformSys = sysPlatform{
+	epollCreate: func() (int, error) { return unix.EpollCreate1(unix.EPOLL_CLOEXEC) },
+	epollCtl:    unix.EpollCtl,
+	epollWait: func(epfd int, evs []unix.EpollEvent, timeout time.Duration) (int, error) {
+		return unix.EpollWait(epfd, evs, msTimeout(timeout))
+	},
+	eventfd: func() (int, error) { return unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK) },
+}
+
+// sysPoll is ppoll(2) with a nil signal mask: the kernel leaves the mask
+// alone, so a wait costs one system call, not the two extra rt_sigprocmask
+// calls a masked wait costs (seeds 000 and 001), and the timeout keeps
+// nanoseconds instead of poll(2)'s milliseconds.
+func sysPoll(fds []unix.PollFd, timeout time.Duration) (int, error) {
+	if timeout < 0 {
+		return unix.Ppoll(fds, nil, nil)
+	}
+	ts := unix.NsecToTimespec(int64(timeout))
+	return unix.Ppoll(fds, &ts, nil)
+}
+
+func sysPipe() (r, w int, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		return -1, -1, err
+	}
+	return p[0], p[1], nil
+}
+
+func (c *counters) epollCreate() (int, error) {
+	c.syscalls.Add(1)
+	return sys.epollCreate()
+}
+
+func (c *counters) epollCtl(epfd, op, fd int, ev *unix.EpollEvent) error {
+	c.syscalls.Add(1)
+	return sys.epollCtl(epfd, op, fd, ev)
+}
+
+func (c *counters) epollWait(epfd int, evs []unix.EpollEvent, timeout time.Duration) (int, error) {
+	c.syscalls.Add(1)
+	return sys.epollWait(epfd, evs, timeout)
+}
+
+func (c *counters) eventfd() (int, error) {
+	c.syscalls.Add(1)
+	return sys.eventfd()
+}
+
+// pollName names the wait call in errors.
+const pollName = "ppoll"

@@ -1,0 +1,42 @@
+package poller
+
+import (
+	"encoding/binary"
+	"os"
+)
+
+// open makes the wake eventfd: one fd for both ends, and an 8-byte counter
+// instead of a pipe buffer.
+func (w *waker) open(c *counters) error {
+	fd, err := c.eventfd()
+	if err != nil {
+		return os.NewSyscallError("eventfd", err)
+	}
+	w.rfd, w.wfd = fd, fd
+	return nil
+}
+
+// signal adds one to the eventfd counter. EAGAIN (the counter is full)
+// means the loop is already due to wake: not an error.
+func (w *waker) signal(c *counters) {
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	ignoringEINTR(func() error {
+		_, err := c.write(w.wfd, one[:])
+		return err
+	})
+}
+
+// consume reads the counter back to zero. EAGAIN (already zero: a spurious
+// report) is fine.
+func (w *waker) consume(c *counters) {
+	var buf [8]byte
+	ignoringEINTR(func() error {
+		_, err := c.read(w.rfd, buf[:])
+		return err
+	})
+}
+
+func (w *waker) closeFDs(c *counters) error {
+	return os.NewSyscallError("close", c.close(w.rfd))
+}
