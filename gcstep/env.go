@@ -1,0 +1,104 @@
+package gcstep
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// reading is what the policy needs to know about the heap at one moment.
+// Every field comes from runtime/metrics; none needs a stop-the-world.
+type reading struct {
+	allocs   uint64 // /gc/heap/allocs:bytes, cumulative bytes allocated
+	cycles   uint64 // /gc/cycles/total:gc-cycles, completed cycles
+	live     uint64 // /gc/heap/live:bytes, heap marked live by the last cycle
+	goal     uint64 // /gc/heap/goal:bytes, where the runtime starts its own cycle
+	released uint64 // /memory/classes/heap/released:bytes, returned to the OS
+}
+
+// env is the seam between the policy and the world: the clock, the heap
+// readings and the actions on the collector. NewRuntime fills it with the
+// real runtime; the unit tests fill it with fakes, so every rule can be
+// checked deterministically and without timing anything.
+type env struct {
+	now   func() time.Duration  // monotonic time since an arbitrary origin
+	read  func(*reading)        // the heap now
+	gc    func()                // a whole cycle, inline (runtime.GC)
+	nudge func(done func()) int // lower the pacer so a cycle starts; see startCycle
+	// setGCPercent is debug.SetGCPercent, used to undo a nudge.
+	setGCPercent func(int) int
+	release      func()                               // return memory to the OS (debug.FreeOSMemory)
+	afterFunc    func(d time.Duration, f func()) stop // time.AfterFunc
+}
+
+// stop cancels a timer armed with env.afterFunc.
+type stop func() bool
+
+// realEnv is the environment over the Go runtime.
+func realEnv() env {
+	m := newMetricsReader()
+	origin := time.Now()
+	return env{
+		now:          func() time.Duration { return time.Since(origin) },
+		read:         m.read,
+		gc:           runtime.GC,
+		nudge:        nudgePacer,
+		setGCPercent: debug.SetGCPercent,
+		release:      debug.FreeOSMemory,
+		afterFunc: func(d time.Duration, f func()) stop {
+			return time.AfterFunc(d, f).Stop
+		},
+	}
+}
+
+// metricsReader reads the five samples the policy uses into a slice it
+// keeps, so a read allocates nothing. metrics.Read costs grow with the
+// number and kind of samples asked for (the heap counters need the per-P
+// statistics aggregated), so it asks for these five and nothing else.
+// Not safe for concurrent use; Runtime serialises it.
+type metricsReader struct {
+	s []metrics.Sample
+}
+
+func newMetricsReader() *metricsReader {
+	return &metricsReader{s: []metrics.Sample{
+		{Name: "/gc/heap/allocs:bytes"},
+		{Name: "/gc/cycles/total:gc-cycles"},
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/gc/heap/goal:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}}
+}
+
+func (m *metricsReader) read(r *reading) {
+	metrics.Read(m.s)
+	r.allocs = m.s[0].Value.Uint64()
+	r.cycles = m.s[1].Value.Uint64()
+	r.live = m.s[2].Value.Uint64()
+	r.goal = m.s[3].Value.Uint64()
+	r.released = m.s[4].Value.Uint64()
+}
+
+// nudgeSentinel is allocated on the heap so that its cleanup runs after the
+// first cycle that finds it unreachable.
+type nudgeSentinel struct{ _ [16]byte }
+
+// nudgePacer starts a collection without stalling the caller: it lowers
+// GOGC to 1 % so that the runtime's own trigger fires at the next heap
+// allocation, and the cycle then runs concurrently like any automatic one
+// (background mark workers, lazy sweeping). It returns the previous GOGC so
+// the caller can restore it, and arranges for done to be called after that
+// cycle completes (from the runtime's cleanup goroutine).
+//
+// Why not `go runtime.GC()`: the goroutine waits for a P, then blocks on
+// the whole cycle and sweeps every span itself; measured on the urandom
+// demo its cycles finished too late to lower the peak at all.
+// Why not debug.SetMemoryLimit: a low limit also makes the allocator and
+// the scavenger return memory to the OS, which the program then faults
+// back in.
+func nudgePacer(done func()) int {
+	s := new(nudgeSentinel)
+	runtime.AddCleanup(s, func(f func()) { f() }, done)
+	return debug.SetGCPercent(1)
+}

@@ -1,0 +1,394 @@
+package gcstep
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// Runtime is a Stepper over the Go runtime's collector. Go has no API for
+// a partial cycle, so each step decides whether a whole cycle is worth
+// running now, and how:
+//
+//  1. It reads runtime/metrics (five samples, no allocation, no
+//     stop-the-world; runtime.ReadMemStats is never called, it stops the
+//     world).
+//  2. It collects only when it pays: at least WithMinGarbage bytes, and at
+//     least WithLiveRatio of the live heap, allocated since the last cycle.
+//     A cycle the runtime ran on its own resets the count, so a step after
+//     one does nothing. Only allocation re-arms the rule: a program that
+//     allocates nothing gets no cycle however often it calls Step.
+//  3. It estimates what a cycle costs here and now (a model linear in the
+//     live heap, scaled by a factor learnt from the cycles it timed) and
+//     runs the cycle inline, with runtime.GC, only when the estimate fits
+//     in nine tenths of the budget (V8's idle-time handler plans the same
+//     way, with a margin because estimates are noisy).
+//  4. A cycle that does not fit is started in the background (see
+//     WithBackground): the pacer is lowered so the runtime starts a
+//     concurrent cycle at the next allocation, and restored when it ends.
+//  5. Both kinds of cycle draw on a CPU cap (WithCPUCap): a step declines
+//     when idle collection has used its share of wall time.
+//  6. A slower tier returns free memory to the operating system once the
+//     program has allocated nothing for WithReleaseDelay, once per idle
+//     stretch (see WithReleaseDelay).
+//
+// Step is safe for concurrent use: a call made while another goroutine is
+// stepping returns false at once without doing anything, since the other
+// caller is already doing the work there is. Stats may be called at any
+// time.
+type Runtime struct {
+	env env
+	cfg config
+
+	mu sync.Mutex // guards everything below
+	r  reading    // the last reading, reused so that a step allocates nothing
+
+	seenCycles uint64 // cycle count at the last look
+	baseAllocs uint64 // allocs when a cycle was last seen to complete
+
+	tokens   time.Duration // CPU-cap bucket: collection time still allowed
+	tokensAt time.Duration // when tokens was last refilled
+
+	factor   float64       // learnt cost factor: measured / modelled cycle time
+	factorAt time.Duration // when factor was last measured
+
+	nudged      bool   // a background cycle was requested and GOGC is lowered
+	nudgeGen    uint64 // identifies the nudge a cleanup belongs to
+	nudgeGOGC   int    // GOGC to restore
+	nudgeCycles uint64 // cycle count when the nudge was made
+
+	activityAllocs uint64        // allocs when allocation was last seen
+	activityAt     time.Duration // when allocation was last seen
+	releasedAllocs uint64        // allocs at the last release to the OS
+	timerStop      stop          // the armed release timer, or nil
+	releasing      bool          // the release tier is returning memory now
+	closed         bool
+
+	stats Stats
+}
+
+// Stats counts what a Runtime did. All counts are cumulative since
+// NewRuntime.
+type Stats struct {
+	Steps            uint64        // calls to Step, including those that did nothing
+	CyclesInline     uint64        // cycles run inside Step (runtime.GC)
+	CyclesBackground uint64        // cycles started for the runtime to run concurrently
+	DeclinedBudget   uint64        // cycles due but not run: too costly for the budget, background off
+	DeclinedCap      uint64        // cycles due but not run: the CPU cap was spent
+	StepTime         time.Duration // wall time spent inside Step
+	CycleTime        time.Duration // of which in inline cycles
+
+	// AllocatedBetween is the total of the bytes allocated between the
+	// previous cycle and each cycle this Runtime ran or started;
+	// divided by the number of those cycles it is the garbage collected
+	// per idle cycle. LastAllocatedBetween is the last such amount.
+	AllocatedBetween     uint64
+	LastAllocatedBetween uint64
+	// LiveAfterCycle is the live heap, in bytes, found by the last cycle
+	// this Runtime saw complete.
+	LiveAfterCycle uint64
+	// CostEstimate is the current estimate of an inline cycle's cost at
+	// the live heap of LiveAfterCycle.
+	CostEstimate time.Duration
+
+	Releases      uint64 // times the slow tier returned memory to the OS
+	ReleasedBytes uint64 // bytes the slow tier returned to the OS
+}
+
+// The cost model of an inline cycle before any is measured: measured on a
+// 2-core machine, runtime.GC takes 0.2 ms to 4 ms on an almost empty heap
+// (depending on whether the other core is busy) and about 1 ms more per
+// MiB of pointer-dense live heap.
+const (
+	modelFixed   = 250 * time.Microsecond
+	modelPerByte = float64(time.Millisecond) / (1 << 20)
+	// planFactor is the part of the budget an inline cycle may plan to use.
+	planFactor = 0.9
+	// factorHalfLife is how fast a pessimistic cost factor (> 1) relaxes
+	// back to the model when no inline cycle runs to measure it: one
+	// slow cycle on a loaded machine must not stop inline cycles forever.
+	factorHalfLife = 250 * time.Millisecond
+	// factorWeight is the weight of a new measurement in the factor.
+	factorWeight = 0.3
+)
+
+// NewRuntime returns a Stepper over the Go runtime with the policy
+// described on Runtime, changed by opts. It panics, with a message that
+// starts with "gcstep:", if an option is out of range.
+func NewRuntime(opts ...Option) *Runtime {
+	return newRuntime(realEnv(), opts...)
+}
+
+func newRuntime(e env, opts ...Option) *Runtime {
+	cfg := defaults()
+	for _, o := range opts {
+		if o == nil {
+			panic("gcstep: nil Option")
+		}
+		o(&cfg)
+	}
+	rt := &Runtime{env: e, cfg: cfg, factor: 1}
+	now := e.now()
+	e.read(&rt.r)
+	rt.seenCycles = rt.r.cycles
+	rt.baseAllocs = rt.r.allocs
+	rt.activityAllocs = rt.r.allocs
+	rt.activityAt = now
+	rt.releasedAllocs = rt.r.allocs
+	rt.stats.LiveAfterCycle = rt.r.live
+	rt.tokens = rt.capacity()
+	rt.tokensAt = now
+	return rt
+}
+
+// Step implements Stepper: it runs, starts or declines one collection
+// cycle, as described on Runtime, and reports whether calling again now
+// would do anything. With budget <= 0 it only looks: it reports true when
+// a cycle is due.
+func (rt *Runtime) Step(budget time.Duration) (more bool) {
+	if !rt.mu.TryLock() {
+		return false // another goroutine is stepping
+	}
+	defer rt.mu.Unlock()
+	start := rt.env.now()
+	rt.stats.Steps++
+	rt.env.read(&rt.r)
+	rt.observe(start)
+	if rt.closed || rt.releasing || rt.nudged {
+		more = false
+	} else {
+		more = rt.collect(budget, start)
+	}
+	rt.stats.StepTime += rt.env.now() - start
+	return more
+}
+
+// observe updates what the policy knows from the reading in rt.r.
+// rt.mu must be held.
+func (rt *Runtime) observe(now time.Duration) {
+	if rt.r.cycles != rt.seenCycles {
+		// A cycle completed since the last look, whoever ran it: count
+		// garbage from here.
+		rt.seenCycles = rt.r.cycles
+		rt.baseAllocs = rt.r.allocs
+		rt.stats.LiveAfterCycle = rt.r.live
+		if rt.nudged && rt.r.cycles > rt.nudgeCycles {
+			rt.endNudge()
+		}
+	}
+	if rt.r.allocs != rt.activityAllocs {
+		rt.activityAllocs = rt.r.allocs
+		rt.activityAt = now
+		if rt.cfg.releaseDelay > 0 && rt.timerStop == nil && !rt.closed &&
+			rt.r.allocs-rt.releasedAllocs >= rt.cfg.minGarbage {
+			rt.timerStop = rt.env.afterFunc(rt.cfg.releaseDelay, rt.releaseTick)
+		}
+	}
+}
+
+// threshold is the garbage, in bytes, that makes a cycle worth running.
+func (rt *Runtime) threshold() uint64 {
+	t := rt.cfg.minGarbage
+	if byLive := rt.cfg.liveRatio * float64(rt.r.live); byLive > float64(t) {
+		if byLive >= math.MaxUint64 {
+			return math.MaxUint64
+		}
+		t = uint64(byLive)
+	}
+	return t
+}
+
+// collect applies rules 2 to 5 of the policy. rt.mu must be held.
+func (rt *Runtime) collect(budget, now time.Duration) (more bool) {
+	garbage := rt.r.allocs - rt.baseAllocs
+	if garbage < rt.threshold() {
+		return false
+	}
+	if budget <= 0 {
+		return true // a cycle is due; this step may not run it
+	}
+	rt.refill(now)
+	est := rt.estimate(rt.r.live, now)
+	// A cycle larger than the whole bucket may run when the bucket is
+	// full; the debt it leaves is paid back before the next one.
+	need := min(est, rt.capacity())
+	if rt.tokens < need {
+		rt.stats.DeclinedCap++
+		return false
+	}
+	if float64(est) <= planFactor*float64(budget) {
+		rt.inline(garbage, now)
+		return false
+	}
+	if !rt.cfg.background {
+		rt.stats.DeclinedBudget++
+		return false
+	}
+	rt.tokens -= est
+	rt.startNudge()
+	rt.stats.CyclesBackground++
+	rt.stats.AllocatedBetween += garbage
+	rt.stats.LastAllocatedBetween = garbage
+	return false
+}
+
+// inline runs one whole cycle in the caller and learns its cost.
+// rt.mu must be held.
+func (rt *Runtime) inline(garbage uint64, start time.Duration) {
+	live := rt.r.live
+	rt.env.gc()
+	end := rt.env.now()
+	d := end - start
+	rt.tokens -= d
+	rt.stats.CyclesInline++
+	rt.stats.CycleTime += d
+	rt.stats.AllocatedBetween += garbage
+	rt.stats.LastAllocatedBetween = garbage
+	if m := model(live); m > 0 && d > 0 {
+		// Averaged in log space: one cycle ten times slower than
+		// expected (the first one in a process, or one that waited for
+		// a busy core) moves the estimate by a factor of two, not ten.
+		f := rt.currentFactor(end)
+		ratio := min(max(float64(d)/float64(m), 1.0/16), 16)
+		rt.factor = math.Exp((1-factorWeight)*math.Log(f) + factorWeight*math.Log(ratio))
+		rt.factorAt = end
+	}
+	rt.env.read(&rt.r)
+	rt.observe(end)
+	rt.stats.CostEstimate = rt.estimate(rt.r.live, end)
+}
+
+func model(live uint64) time.Duration {
+	return modelFixed + time.Duration(modelPerByte*float64(live))
+}
+
+// currentFactor is the learnt cost factor, with a pessimistic factor
+// relaxed towards 1 by the time since it was measured.
+func (rt *Runtime) currentFactor(now time.Duration) float64 {
+	f := rt.factor
+	if f > 1 {
+		age := float64(now-rt.factorAt) / float64(factorHalfLife)
+		f = 1 + (f-1)*math.Exp2(-age)
+	}
+	return f
+}
+
+// estimate is the predicted cost of an inline cycle with the given live
+// heap.
+func (rt *Runtime) estimate(live uint64, now time.Duration) time.Duration {
+	return time.Duration(rt.currentFactor(now) * float64(model(live)))
+}
+
+func (rt *Runtime) capacity() time.Duration {
+	return time.Duration(rt.cfg.cpuCap * float64(rt.cfg.capWindow))
+}
+
+// refill credits the CPU-cap bucket with cpuCap of the wall time elapsed.
+func (rt *Runtime) refill(now time.Duration) {
+	if now > rt.tokensAt {
+		rt.tokens += time.Duration(rt.cfg.cpuCap * float64(now-rt.tokensAt))
+		rt.tokens = min(rt.tokens, rt.capacity())
+	}
+	rt.tokensAt = now
+}
+
+// startNudge lowers the pacer so that the runtime starts a cycle at the
+// next allocation. The cycle's completion, seen either by a later step or
+// by the cleanup nudgePacer registers, restores GOGC. rt.mu must be held.
+func (rt *Runtime) startNudge() {
+	rt.nudgeGen++
+	gen := rt.nudgeGen
+	rt.nudged = true
+	rt.nudgeCycles = rt.r.cycles
+	rt.nudgeGOGC = rt.env.nudge(func() {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		if rt.nudged && rt.nudgeGen == gen {
+			rt.endNudge()
+		}
+	})
+}
+
+// endNudge restores the GOGC a nudge replaced, unless the program changed
+// it meanwhile. rt.mu must be held.
+func (rt *Runtime) endNudge() {
+	rt.nudged = false
+	if prev := rt.env.setGCPercent(rt.nudgeGOGC); prev != nudgedGOGC {
+		rt.env.setGCPercent(prev) // the program set its own: keep it
+	}
+}
+
+// nudgedGOGC is the GOGC a nudge sets.
+const nudgedGOGC = 1
+
+// releaseTick runs when the release timer fires: if the program has
+// allocated nothing for the release delay, it returns free memory to the
+// OS; otherwise it waits for the rest of the delay.
+func (rt *Runtime) releaseTick() {
+	rt.mu.Lock()
+	rt.timerStop = nil
+	if rt.closed {
+		rt.mu.Unlock()
+		return
+	}
+	now := rt.env.now()
+	rt.env.read(&rt.r)
+	rt.observe(now)
+	if idle := now - rt.activityAt; idle < rt.cfg.releaseDelay {
+		if rt.timerStop == nil {
+			rt.timerStop = rt.env.afterFunc(rt.cfg.releaseDelay-idle, rt.releaseTick)
+		}
+		rt.mu.Unlock()
+		return
+	}
+	before := rt.r.released
+	rt.releasing = true
+	rt.mu.Unlock()
+
+	// Not under the lock: FreeOSMemory runs a whole cycle and then
+	// scavenges the heap, which takes milliseconds, and Stats must not
+	// wait for it. Steps meanwhile do nothing (rt.releasing).
+	//
+	// Why FreeOSMemory and not something cheaper: the runtime's own
+	// background scavenger returns memory only down to its retention
+	// goal (about 10 % over the heap goal) and at about 1 % of one CPU;
+	// the only other way to make it return more is a low memory limit,
+	// which would then throttle the program when it wakes up.
+	rt.env.release()
+
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.releasing = false
+	rt.env.read(&rt.r)
+	rt.releasedAllocs = rt.r.allocs // before observe: this stretch is done
+	rt.observe(rt.env.now())
+	rt.stats.Releases++
+	if rt.r.released > before {
+		rt.stats.ReleasedBytes += rt.r.released - before
+	}
+}
+
+// Stats returns what the Runtime did so far.
+func (rt *Runtime) Stats() Stats {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	s := rt.stats
+	s.CostEstimate = rt.estimate(s.LiveAfterCycle, rt.env.now())
+	return s
+}
+
+// Close stops the release timer and restores GOGC if a background cycle
+// is still pending. Steps after Close do nothing. Close is needed only by
+// programs that drop a Runtime before they exit.
+func (rt *Runtime) Close() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.closed = true
+	if rt.timerStop != nil {
+		rt.timerStop()
+		rt.timerStop = nil
+	}
+	if rt.nudged {
+		rt.endNudge()
+	}
+}
