@@ -2,10 +2,48 @@ package gvl_test
 
 import (
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/idlemux/idlemux/gvl"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
+}
+
+// timeout bounds every wait in these tests. It is generous: it only turns
+// a hang into a failure, it does not judge speed.
+const timeout = 10 * time.Second
+
+// waitWaiters polls until exactly n goroutines wait for l.
+func waitWaiters(tb testing.TB, l *gvl.Lock, n int) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for l.Waiters() != n {
+		if time.Now().After(deadline) {
+			tb.Fatalf("Waiters() = %d after %v, want %d", l.Waiters(), timeout, n)
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+// recv receives from ch, failing the test after the timeout.
+func recv[T any](tb testing.TB, ch <-chan T) T {
+	tb.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(timeout):
+		tb.Fatalf("nothing received after %v", timeout)
+		panic("unreachable")
+	}
+}
+
+// panicValue runs fn and returns what it panicked with, or nil.
+func panicValue(fn func()) (v any) {
+	defer func() { v = recover() }()
+	fn()
+	return nil
 }
