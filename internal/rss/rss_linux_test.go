@@ -2,8 +2,8 @@ package rss
 
 import "testing"
 
-// TestMaxRSSUnit checks that getrusage, the fallback, agrees with /proc on
-// Linux: a wrong unit would be off by a factor of 1024.
+// TestMaxRSSUnit checks getrusage, the fallback, against /proc on Linux:
+// a wrong unit would be off by a factor of 1024.
 func TestMaxRSSUnit(t *testing.T) {
 	st, err := readStatus()
 	if err != nil {
@@ -13,10 +13,12 @@ func TestMaxRSSUnit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("maxRSS: %v", err)
 	}
-	// The two differ a little (ru_maxrss remembers the image before exec,
-	// and the kernel's per-CPU RSS counters are summed approximately), but a
-	// wrong unit would put them three orders of magnitude apart.
-	if m < st.hwm/2 || m > 2*st.hwm {
-		t.Fatalf("got ru_maxrss %d bytes, want within [%d, %d] (VmHWM %d)", m, st.hwm/2, 2*st.hwm, st.hwm)
+	// ru_maxrss can be far above VmHWM: it keeps the peak of the image the
+	// process replaced by exec (here, a fork of the go command). It is
+	// never below it, and a unit taken for bytes instead of kilobytes
+	// would put it three orders of magnitude below.
+	const limit = 16 << 30 // more than any process in a test run holds
+	if m < st.hwm/2 || m > limit {
+		t.Fatalf("got ru_maxrss %d bytes, want within [%d, %d] (VmHWM %d)", m, st.hwm/2, uint64(limit), st.hwm)
 	}
 }
