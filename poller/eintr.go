@@ -15,7 +15,9 @@ type waitFunc func(timeout time.Duration) (int, error)
 // the only place EINTR from a wait is handled. The time still to wait is
 // recomputed after every restart from the absolute deadline fixed at entry,
 // so a signal storm can neither stretch the call past its timeout nor make
-// it wait again from the start.
+// it wait again from the start. A wait interrupted with no time left (a
+// zero timeout, or a deadline that has passed) is reported as a timeout,
+// so a storm cannot keep the call here either.
 //
 // A wait that reports nothing ready before its deadline (or fails with
 // EAGAIN, which means "not ready", never a user error) is spurious and is
@@ -31,15 +33,15 @@ func (c *counters) restart(timeout time.Duration, wait waitFunc) (int, error) {
 		case err == unix.EINTR:
 			c.restarts.Add(1)
 		case err == unix.EAGAIN || err == nil && n == 0:
-			if timeout == 0 {
-				return 0, nil
-			}
-			if timeout > 0 && !time.Now().Before(deadline) {
-				return 0, nil
+			if timeout == 0 || timeout > 0 && !time.Now().Before(deadline) {
+				return 0, nil // an honest timeout
 			}
 			c.spurio.Add(1)
 		default:
 			return n, err
+		}
+		if timeout == 0 {
+			return 0, nil // interrupted with no time left
 		}
 		if timeout > 0 {
 			timeout = max(time.Until(deadline), 0)

@@ -31,12 +31,16 @@ type idler struct {
 // reports no more work, somebody waits for the lock, or less than a budget
 // is left, wait blocks with the lock released.
 //
+// mayStep says whether the stepper may have work; wait sets it to false
+// when a step reports no more, and then takes no step until the caller sets
+// it again (a one-shot call at every call, a Loop after dispatching events).
+//
 // The caller holds the lock, if there is one; it holds it again on return.
-func (d *idler) wait(timeout time.Duration, stepFirst bool, poll waitFunc) (int, error) {
+func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll waitFunc) (int, error) {
 	if timeout == 0 {
 		return d.zero(poll)
 	}
-	if d.stepper != nil {
+	if d.stepper != nil && *mayStep {
 		var deadline time.Time
 		if timeout > 0 {
 			deadline = time.Now().Add(timeout)
@@ -62,6 +66,7 @@ func (d *idler) wait(timeout time.Duration, stepFirst bool, poll waitFunc) (int,
 				return n, err
 			}
 			if !more {
+				*mayStep = false
 				break
 			}
 		}

@@ -36,6 +36,7 @@ type Loop struct {
 	pollFn  waitFunc     // l.poll, bound once
 	evs     []readyEvent // the batch; loop goroutine only
 	fired   []*Timer     // due timers being fired; loop goroutine only
+	mayStep bool         // the stepper may have work; loop goroutine only
 
 	// waiting is true from the moment RunOnce computes its timeout (under
 	// mu) until its wait returns. A change that the wait must see (a timer
@@ -73,6 +74,7 @@ func NewLoop(opts ...Option) (*Loop, error) {
 		backend: cfg.backend,
 		evs:     make([]readyEvent, batchSize),
 		regs:    make(map[int]*registration),
+		mayStep: true,
 	}
 	l.idle = idler{lock: cfg.lock, stepper: cfg.stepper, budget: cfg.budget, c: &l.c}
 	l.pollFn = l.poll
@@ -254,13 +256,18 @@ func (l *Loop) RunOnce(timeout time.Duration) (int, error) {
 	l.mu.Unlock()
 	defer l.exit()
 
-	n, err := l.idle.wait(timeout, false, l.pollFn)
+	n, err := l.idle.wait(timeout, false, &l.mayStep, l.pollFn)
 	l.waiting.Store(false)
 	if err != nil {
 		return 0, os.NewSyscallError(l.be.waitName(), err)
 	}
 	called := l.dispatch(n)
 	called += l.fireTimers()
+	if called > 0 {
+		// Handlers and timers may have left garbage: the next idle
+		// moment offers the stepper work again.
+		l.mayStep = true
+	}
 	if l.isClosed() {
 		return called, ErrClosed
 	}

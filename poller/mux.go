@@ -44,7 +44,7 @@ func (m *Mux) Stats() Stats { return m.c.snapshot() }
 // A closed fd is reported ready with POLLNVAL in its Revents. It polls first
 // and steps when nothing is ready, as the package comment describes.
 func (m *Mux) Poll(fds []unix.PollFd, timeout time.Duration) (int, error) {
-	n, err := m.idle.wait(timeout, false, func(t time.Duration) (int, error) {
+	n, err := m.idle.wait(timeout, false, new(true), func(t time.Duration) (int, error) {
 		return m.c.poll(fds, t)
 	})
 	if err != nil {
@@ -74,7 +74,7 @@ func (m *Mux) Select(r, w, e []int, timeout time.Duration) (rr, wr, er []int, er
 		}
 	}
 	var out [3]unix.FdSet
-	n, err := m.idle.wait(timeout, false, func(t time.Duration) (int, error) {
+	n, err := m.idle.wait(timeout, false, new(true), func(t time.Duration) (int, error) {
 		out = in
 		return m.c.sel(nfd, &out[0], &out[1], &out[2], t)
 	})
@@ -115,7 +115,7 @@ func (m *Mux) WaitFD(fd int, ev Events, timeout time.Duration) (Events, error) {
 		return m.waitSelect(fd, ev, timeout)
 	}
 	p := [1]unix.PollFd{{Fd: int32(fd), Events: toPoll(ev)}}
-	n, err := m.idle.wait(timeout, true, func(t time.Duration) (int, error) {
+	n, err := m.idle.wait(timeout, true, new(true), func(t time.Duration) (int, error) {
 		return m.c.poll(p[:], t)
 	})
 	if err != nil {
@@ -133,7 +133,7 @@ func (m *Mux) waitSelect(fd int, ev Events, timeout time.Duration) (Events, erro
 		return 0, err
 	}
 	var r, w, e unix.FdSet
-	n, err := m.idle.wait(timeout, true, func(t time.Duration) (int, error) {
+	n, err := m.idle.wait(timeout, true, new(true), func(t time.Duration) (int, error) {
 		r.Zero()
 		w.Zero()
 		e.Zero()

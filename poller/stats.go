@@ -29,9 +29,10 @@ type Stats struct {
 	// many goroutines call Wake at once.
 	WakeCalls uint64
 	Wakeups   uint64
-	// Restarts counts waits restarted after EINTR (with the time left
-	// recomputed from the call's deadline); Spurious counts waits that
-	// returned nothing before their deadline and were restarted.
+	// Restarts counts waits interrupted by EINTR: each was restarted with
+	// the time left recomputed from the call's deadline, or, with no time
+	// left, reported as a timeout. Spurious counts waits that returned
+	// nothing (or EAGAIN) before their deadline and were restarted.
 	Restarts uint64
 	Spurious uint64
 	// Syscalls counts every system call made, waits and restarts included.

@@ -116,8 +116,3 @@ func (c *counters) fdOpen(fd int) bool {
 	_, err := sys.fdFlags(fd)
 	return err != unix.EBADF
 }
-
-func (c *counters) pipe() (r, w int, err error) {
-	c.syscalls.Add(1)
-	return sys.pipe()
-}

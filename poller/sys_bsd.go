@@ -22,3 +22,8 @@ func sysPoll(fds []unix.PollFd, timeout time.Duration) (int, error) {
 
 // pollName names the wait call in errors.
 const pollName = "poll"
+
+func (c *counters) pipe() (r, w int, err error) {
+	c.syscalls.Add(1)
+	return sys.pipe()
+}
