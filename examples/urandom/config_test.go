@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseConfigDefaults(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		envGOGC string
+		want    config
+	}{
+		{
+			name: "none",
+			want: config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "100", runs: 1},
+		},
+		{
+			name:    "GOGC from the environment",
+			envGOGC: "400",
+			want:    config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "400", runs: 1},
+		},
+		{
+			name:    "flag beats environment",
+			args:    []string{"-gogc", "off"},
+			envGOGC: "400",
+			want:    config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "off", runs: 1},
+		},
+		{
+			name: "everything",
+			args: []string{"-mode", "idle, off", "-len", "5", "-readers", "1", "-chunk", "7", "-gogc", "OFF", "-runs", "3", "-json"},
+			want: config{modes: []mode{modeIdle, modeOff}, length: 5, readers: 1, chunk: 7, gogc: "off", runs: 3, json: true},
+		},
+		{
+			name: "GOGC normalised",
+			args: []string{"-gogc", "0400"},
+			want: config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "400", runs: 1},
+		},
+		{
+			name: "readers up to the limit",
+			args: []string{"-readers", "84"},
+			want: config{modes: allModes, length: defaultLen, readers: 84, chunk: defaultChunk, gogc: "100", runs: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseConfig(tt.args, tt.envGOGC, 100, nil)
+			if err != nil {
+				t.Fatalf("got error %v, want %+v", err, tt.want)
+			}
+			if !slices.Equal(got.modes, tt.want.modes) {
+				t.Errorf("got modes %v, want %v", got.modes, tt.want.modes)
+			}
+			got.modes, tt.want.modes = nil, nil
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		envGOGC string
+		want    string // a substring of the error
+	}{
+		{"zero length", []string{"-len", "0"}, "", "-len 0"},
+		{"negative length", []string{"-len", "-1"}, "", "-len -1"},
+		{"zero readers", []string{"-readers", "0"}, "", "-readers 0"},
+		{"too many readers", []string{"-readers", "85"}, "", "open-file limit is 100"},
+		{"zero chunk", []string{"-chunk", "0"}, "", "-chunk 0"},
+		{"huge chunk", []string{"-chunk", "2147483648"}, "", "-chunk 2147483648"},
+		{"zero runs", []string{"-runs", "0"}, "", "-runs 0"},
+		{"unknown mode", []string{"-mode", "fast"}, "", `unknown mode "fast"`},
+		{"empty mode", []string{"-mode", ""}, "", `unknown mode ""`},
+		{"mode twice", []string{"-mode", "off,off"}, "", "off given twice"},
+		{"bad gogc", []string{"-gogc", "fast"}, "", `-gogc "fast"`},
+		{"negative gogc", []string{"-gogc", "-5"}, "", `-gogc "-5"`},
+		{"bad GOGC in the environment", nil, "lots", "from $GOGC"},
+		{"not a number", []string{"-len", "lots"}, "", "invalid value"},
+		{"unknown flag", []string{"-fast"}, "", "-fast"},
+		{"argument", []string{"extra"}, "", `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseConfig(tt.args, tt.envGOGC, 100, nil)
+			if err == nil {
+				t.Fatalf("got %+v, want an error containing %q", got, tt.want)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tt.want) || strings.Contains(msg, "\n") {
+				t.Fatalf("got error %q, want one line containing %q", msg, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseConfigHelp(t *testing.T) {
+	var usage bytes.Buffer
+	_, err := parseConfig([]string{"-h"}, "", 100, &usage)
+	if !errors.Is(err, errHelp) {
+		t.Fatalf("got error %v, want errHelp", err)
+	}
+	for _, flag := range []string{"-mode", "-len", "-readers", "-chunk", "-gogc", "-runs", "-json"} {
+		if !strings.Contains(usage.String(), flag) {
+			t.Errorf("usage does not mention %s:\n%s", flag, usage.String())
+		}
+	}
+}

@@ -1,0 +1,75 @@
+// Command urandom is the /dev/urandom demo of Ruby's "perform GC if idle"
+// patch, in Go: it shows how much memory idle-time collection saves an event
+// loop, and what it costs.
+//
+// A writer goroutine copies -len bytes from /dev/urandom into a pipe and
+// closes it. -readers dups of the pipe's read end are multiplexed; each
+// reader found ready reads up to -chunk bytes into a freshly allocated
+// buffer, the garbage Ruby's read(16384) makes, until end of file. Three
+// modes read the same stream:
+//
+//	off         a poller.Loop over the dups, holding a gvl.Lock it releases
+//	            while blocked, with no stepper: a plain event loop
+//	idle        the same loop with gcstep.NewRuntime as its stepper, so the
+//	            loop's idle moments are offered to the garbage collector
+//	goroutines  idiomatic Go: one goroutine per dup doing blocking
+//	            os.File reads through Go's own netpoller
+//
+// A buffer that a read leaves empty (EAGAIN: another dup of the same pipe
+// took the data first) is kept for the next read, so that every mode makes
+// one chunk of garbage per read that returns data, as Ruby's read does.
+//
+// In the goroutines mode a reader holds a mutex across its read and the
+// digest update that follows, so the bytes are digested in the order they
+// left the pipe; without it two readers could race between read and digest.
+// The mutex makes the readers take turns, which is what ten dups of one pipe
+// amount to anyway.
+//
+// Each run checks that nothing was lost: the SHA-256 of every byte written
+// must equal the SHA-256 of every byte read, in order. A mismatch is an
+// error and a non-zero exit status.
+//
+// Every run happens in a child process (the command runs itself again),
+// because peak resident set size is a property of a process. By default the
+// three modes run once each; -runs N runs them N times, interleaved (off,
+// idle, goroutines, off, idle, ...), and the table reports medians.
+//
+// Usage:
+//
+//	go run ./examples/urandom [flags]
+//
+// The flags are:
+//
+//	-mode list
+//		the modes to run, comma-separated: off, idle, goroutines
+//		(default "off,idle,goroutines")
+//	-len n
+//		bytes to copy from /dev/urandom (default 100000000)
+//	-readers n
+//		dups of the read end to multiplex (default 10)
+//	-chunk n
+//		bytes asked for by each read, in a fresh buffer (default 16384)
+//	-gogc value
+//		GOGC for the runs: a percentage or "off" (default: $GOGC, else 100)
+//	-runs n
+//		runs of each mode; the table shows medians (default 1)
+//	-json
+//		print one JSON object per run, one per line, instead of the table
+//
+// The table has one row per mode: mode, GOGC, peak RSS (and its ratio to the
+// off mode's), wall time (and its ratio), GC cycles (of them, how many were
+// forced, which in this program means started by the idle stepper), idle
+// steps taken by the loop, bytes read, and whether the digests matched. The
+// JSON objects carry the same numbers under the names mode, gogc,
+// peak_rss_bytes, wall_seconds, gc_cycles, forced_gc_cycles, idle_steps,
+// bytes, digest_ok, and also run, readers, chunk, digest and, for the idle
+// mode, stepper: the gcstep.Stats of the runtime stepper.
+//
+// On a terminal, a one-line progress display (bytes, rate, current RSS) is
+// kept up to date on standard error; there is none when standard error is
+// not a terminal.
+//
+// Bad input (-len or -chunk below 1, -readers below 1 or above what the
+// open-file limit allows, -runs below 1, an unknown mode or GOGC value) is
+// reported in one line before any work, with exit status 2.
+package main

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the whole command; it returns the exit status: 0 on success, 1 if
+// a run failed or lost bytes, 2 for bad input.
+func run(args []string, stdout, stderr io.Writer) int {
+	limit, err := fdLimit()
+	if err != nil {
+		fmt.Fprintf(stderr, "urandom: %v\n", err)
+		return 1
+	}
+	c, err := parseConfig(args, os.Getenv("GOGC"), limit, stdout)
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "urandom: %v\n", err)
+		return 2
+	}
+	if label, ok := os.LookupEnv(childEnv); ok {
+		err = runChild(c, label, stdout)
+	} else {
+		err = runParent(c, stdout, stderr)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "urandom: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/hex"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/idlemux/idlemux/gcstep"
+	"github.com/idlemux/idlemux/internal/rss"
+)
+
+// A readFunc reads the pipe's dups until end of file, adding every byte to
+// d in the order it left the pipe, each read into a fresh chunk-byte
+// buffer, and reports what its loop did (nothing, if it has no loop). It
+// must leave in p.dups only fds the caller may close.
+type readFunc func(p *pipe, chunk int, d *digest) (loopStats, error)
+
+// loopStats is what a loop did during a run.
+type loopStats struct {
+	steps   uint64        // calls to the stepper's Step
+	stepper *gcstep.Stats // the runtime stepper's own account, if it had one
+}
+
+// readFuncs maps each mode to the way it reads.
+var readFuncs = map[mode]readFunc{
+	modeOff:        loopReader(false),
+	modeIdle:       loopReader(true),
+	modeGoroutines: readGoroutines,
+}
+
+// A job is one run: a mode and the stream's shape.
+type job struct {
+	mode    mode
+	length  int64
+	readers int
+	chunk   int
+}
+
+// measure runs j in this process and reports what it measured. If progress
+// is not nil, a one-line display is kept up to date on it. A digest mismatch
+// is not an error here: the result says so and the caller decides.
+func measure(j job, progress io.Writer, label string) (result, error) {
+	read, ok := readFuncs[j.mode]
+	if !ok {
+		return result{}, fmt.Errorf("unknown mode %q", j.mode)
+	}
+	p, err := newPipe(j.readers)
+	if err != nil {
+		return result{}, err
+	}
+	defer p.close()
+	d := newDigest()
+	if progress != nil {
+		stop := startProgress(progress, label, j.length, d)
+		defer stop()
+	}
+
+	gc0 := readGCCounts()
+	start := time.Now()
+	written := startWriter(p.w, j.length)
+	ls, rerr := read(p, j.chunk, d)
+	p.closeReaders() // after a read error, this stops the writer (EPIPE)
+	w := <-written
+	wall := time.Since(start)
+	gc := readGCCounts().sub(gc0)
+	peak, perr := rss.Peak()
+
+	// The first failure is the cause: after a read error the writer's
+	// EPIPE is only its echo.
+	for _, err := range []error{rerr, w.err, perr} {
+		if err != nil {
+			return result{}, fmt.Errorf("%s: %w", j.mode, err)
+		}
+	}
+	got := d.sum()
+	return result{
+		Mode:           j.mode,
+		PeakRSSBytes:   peak,
+		WallSeconds:    wall.Seconds(),
+		GCCycles:       gc.total,
+		ForcedGCCycles: gc.forced,
+		IdleSteps:      ls.steps,
+		Stepper:        ls.stepper,
+		Bytes:          got.n,
+		DigestOK:       got == w.sum,
+		Digest:         hex.EncodeToString(got.sha256[:]),
+		Readers:        j.readers,
+		Chunk:          j.chunk,
+	}, nil
+}

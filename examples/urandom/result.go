@@ -1,0 +1,43 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/idlemux/idlemux/gcstep"
+)
+
+// A result is what one run measured. Its JSON form is one line of -json
+// output and also how a child process reports to its parent.
+type result struct {
+	Mode           mode    `json:"mode"`
+	GOGC           string  `json:"gogc"` // a percentage or "off", as in $GOGC
+	Run            int     `json:"run"`  // 1-based; 0 for a median
+	PeakRSSBytes   uint64  `json:"peak_rss_bytes"`
+	WallSeconds    float64 `json:"wall_seconds"`
+	GCCycles       uint64  `json:"gc_cycles"`
+	ForcedGCCycles uint64  `json:"forced_gc_cycles"` // started by runtime.GC: the idle stepper
+	IdleSteps      uint64  `json:"idle_steps"`       // Step calls by the loop
+	Bytes          int64   `json:"bytes"`            // bytes read
+	DigestOK       bool    `json:"digest_ok"`
+	Digest         string  `json:"digest"` // SHA-256 of what was read, hex
+	Readers        int     `json:"readers"`
+	Chunk          int     `json:"chunk"`
+
+	// Stepper is the idle mode's account from gcstep (cycles run inline or
+	// in the background, declined, time spent), for whoever tunes the
+	// policy; durations are in nanoseconds.
+	Stepper *gcstep.Stats `json:"stepper,omitempty"`
+}
+
+// writeJSONLine writes r as one line of JSON.
+func writeJSONLine(w io.Writer, r result) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encoding a result: %w", err)
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}

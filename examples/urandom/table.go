@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// writeTable writes one row per summary, headed by a line saying what was
+// run. Ratios are to the off row, the baseline, when there is one.
+func writeTable(w io.Writer, c config, rows []result) error {
+	var head strings.Builder
+	fmt.Fprintf(&head, "%s bytes from /dev/urandom, %d readers, %d-byte reads, GOGC=%s",
+		formatCount(c.length), c.readers, c.chunk, c.gogc)
+	if c.runs > 1 {
+		fmt.Fprintf(&head, ", median of %d runs", c.runs)
+	}
+	if _, err := fmt.Fprintf(w, "%s\n\n", head.String()); err != nil {
+		return err
+	}
+
+	var base *result
+	for i := range rows {
+		if rows[i].Mode == modeOff {
+			base = &rows[i]
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	// AlignRight suits the numbers; the mode column is padded by hand to
+	// read left-aligned.
+	width := 0
+	for _, m := range allModes {
+		width = max(width, len(m))
+	}
+	fmt.Fprintf(tw, "%-*s\tGOGC\tpeak RSS\t×off\twall\t×off\tGC cycles\tforced\tidle steps\tbytes\tdigest\t\n", width, "mode")
+	for _, r := range rows {
+		rssRatio, wallRatio := "-", "-"
+		if base != nil && base.PeakRSSBytes > 0 && base.WallSeconds > 0 {
+			rssRatio = fmt.Sprintf("%.2f", float64(r.PeakRSSBytes)/float64(base.PeakRSSBytes))
+			wallRatio = fmt.Sprintf("%.2f", r.WallSeconds/base.WallSeconds)
+		}
+		steps := formatCount(int64(r.IdleSteps))
+		if r.Mode == modeGoroutines {
+			steps = "-" // no loop, no idle point to step at
+		}
+		digest := "ok"
+		if !r.DigestOK {
+			digest = "MISMATCH"
+		}
+		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%.2f s\t%s\t%d\t%d\t%s\t%s\t%s\t\n",
+			width, r.Mode, r.GOGC, formatMiB(r.PeakRSSBytes), rssRatio, r.WallSeconds, wallRatio,
+			r.GCCycles, r.ForcedGCCycles, steps, formatCount(r.Bytes), digest)
+	}
+	return tw.Flush()
+}
