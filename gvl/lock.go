@@ -52,8 +52,10 @@ type Lock struct {
 	// or writes it.
 	spare *waiter
 
-	// acquisitions counts every successful acquisition (see Stats).
-	acquisitions atomic.Uint64
+	// fastAcquisitions counts the acquisitions made without mu: by the
+	// fast paths and by acquireSlow finding the lock free. Handed-over
+	// acquisitions are counted in stats.handoffs instead.
+	fastAcquisitions atomic.Uint64
 
 	// mu guards the queue and everything in it (the waiter records'
 	// links, flags and timers), the free list, holderSince and stats. It
@@ -135,9 +137,9 @@ func (l *Lock) AcquireContext(ctx context.Context) error {
 	return nil
 }
 
-// acquired does the bookkeeping of every successful acquisition.
+// acquired does the bookkeeping of an acquisition that was not handed over.
 func (l *Lock) acquired() {
-	l.acquisitions.Add(1)
+	l.fastAcquisitions.Add(1)
 	l.emit(EventAcquired)
 }
 
@@ -235,7 +237,6 @@ func (l *Lock) handoff(h *waiter, now int64) {
 	l.holderSince = now
 	d := now - h.since
 	l.stats.handoffs++
-	l.stats.contended++
 	l.stats.waitTotal += d
 	l.stats.waitMax = max(l.stats.waitMax, d)
 }

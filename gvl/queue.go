@@ -141,8 +141,9 @@ func (l *Lock) wait(w *waiter, done <-chan struct{}) waitResult {
 	return cancelled
 }
 
-// granted finishes a wait that got the lock: the caller now holds it.
+// granted finishes a wait that got the lock: the caller now holds it. The
+// releaser has counted the acquisition already, as a handoff.
 func (l *Lock) granted(w *waiter) {
 	l.recycle(w)
-	l.acquired()
+	l.emit(EventAcquired)
 }

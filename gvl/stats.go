@@ -12,7 +12,9 @@ type Stats struct {
 	// Contended counts the acquisitions that had to wait in the queue.
 	Contended uint64
 	// Handoffs counts direct handoffs: a releaser (Release, Yield, Blocking)
-	// passed the lock to the longest waiter without ever unlocking it.
+	// passed the lock to the longest waiter without ever unlocking it. A
+	// waiter gets the lock in no other way, so it equals Contended; both
+	// are reported because they answer different questions.
 	Handoffs uint64
 	// Yields counts the Yield calls that handed the lock over. Calls that
 	// found nobody waiting return at once and are not counted.
@@ -29,23 +31,23 @@ type Stats struct {
 
 // counters are the slow paths' statistics, guarded by Lock.mu: every
 // event they count happens with mu held already, so a plain increment is
-// cheaper than an atomic one. Acquisitions, which the fast paths count too,
-// is an atomic field of Lock instead.
+// cheaper than an atomic one. Every handoff is an acquisition; the others
+// are counted in Lock.fastAcquisitions, atomically.
 type counters struct {
-	contended, handoffs, yields, cancelled uint64
-	waitTotal, waitMax                     int64
+	handoffs, yields, cancelled uint64
+	waitTotal, waitMax          int64
 }
 
 // Stats returns the lock's counters. It may be called at any time, by any
 // goroutine, holding the lock or not.
 func (l *Lock) Stats() Stats {
-	a := l.acquisitions.Load()
+	fast := l.fastAcquisitions.Load()
 	l.mu.Lock()
 	c := l.stats
 	l.mu.Unlock()
 	return Stats{
-		Acquisitions: a,
-		Contended:    c.contended,
+		Acquisitions: fast + c.handoffs,
+		Contended:    c.handoffs,
 		Handoffs:     c.handoffs,
 		Yields:       c.yields,
 		Cancelled:    c.cancelled,
