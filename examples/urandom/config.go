@@ -16,10 +16,15 @@ const (
 	modeOff        mode = "off"
 	modeIdle       mode = "idle"
 	modeGoroutines mode = "goroutines"
+	modeFloor      mode = "floor"
 )
 
 // allModes is the default, in the order runs are interleaved and rows shown.
 var allModes = []mode{modeOff, modeIdle, modeGoroutines}
+
+// knownModes adds the modes run only on request: floor is a reference
+// point, not a way anyone would read the stream.
+var knownModes = append(allModes[:len(allModes):len(allModes)], modeFloor)
 
 // The defaults are the Ruby script's: 100 MB, ten dups, read(16384).
 const (
@@ -58,7 +63,7 @@ var errHelp = flag.ErrHelp
 func parseConfig(args []string, envGOGC string, fdLimit uint64, usage io.Writer) (config, error) {
 	fs := flag.NewFlagSet("urandom", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	modes := fs.String("mode", joinModes(allModes), "modes to run, comma-separated: off, idle, goroutines")
+	modes := fs.String("mode", joinModes(allModes), "modes to run, comma-separated: off, idle, goroutines, floor")
 	length := fs.Int64("len", defaultLen, "bytes to copy from /dev/urandom")
 	readers := fs.Int("readers", defaultReaders, "dups of the read end to multiplex")
 	chunk := fs.Int("chunk", defaultChunk, "bytes asked for by each read, in a fresh buffer")
@@ -123,7 +128,7 @@ func parseModes(s string) ([]mode, error) {
 	for _, f := range strings.Split(s, ",") {
 		m := mode(strings.TrimSpace(f))
 		if !isMode(m) {
-			return nil, fmt.Errorf("-mode %q: unknown mode %q, want %s", s, m, strings.Join(modeNames(allModes), ", "))
+			return nil, fmt.Errorf("-mode %q: unknown mode %q, want %s", s, m, strings.Join(modeNames(knownModes), ", "))
 		}
 		for _, seen := range modes {
 			if seen == m {
@@ -136,7 +141,7 @@ func parseModes(s string) ([]mode, error) {
 }
 
 func isMode(m mode) bool {
-	for _, a := range allModes {
+	for _, a := range knownModes {
 		if a == m {
 			return true
 		}

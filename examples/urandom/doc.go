@@ -14,6 +14,8 @@
 //	            loop's idle moments are offered to the garbage collector
 //	goroutines  idiomatic Go: one goroutine per dup doing blocking
 //	            os.File reads through Go's own netpoller
+//	floor       the off loop reading into one reused buffer: no garbage at
+//	            all, the footprint no collector can beat (only on request)
 //
 // A buffer that a read leaves empty (EAGAIN: another dup of the same pipe
 // took the data first) is kept for the next read, so that every mode makes
@@ -41,8 +43,8 @@
 // The flags are:
 //
 //	-mode list
-//		the modes to run, comma-separated: off, idle, goroutines
-//		(default "off,idle,goroutines")
+//		the modes to run, comma-separated: off, idle, goroutines,
+//		floor (default "off,idle,goroutines")
 //	-len n
 //		bytes to copy from /dev/urandom (default 100000000)
 //	-readers n

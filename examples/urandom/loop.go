@@ -19,7 +19,10 @@ import (
 // difference between their rows is what idle stepping does. Nobody else
 // takes the lock here, so the loop never finds it contended: every idle
 // moment is offered to the stepper.
-func loopReader(idle bool) readFunc {
+//
+// With reuse, every read goes into the same buffer: the floor mode, the
+// off loop without its garbage, the footprint no collector can beat.
+func loopReader(idle, reuse bool) readFunc {
 	return func(p *pipe, chunk int, d *digest) (ls loopStats, err error) {
 		lock := gvl.New()
 		opts := []poller.Option{poller.WithGVL(lock)}
@@ -43,7 +46,7 @@ func loopReader(idle bool) readFunc {
 			}
 		}()
 
-		r := &loopReads{chunk: chunk, d: d}
+		r := &loopReads{chunk: chunk, d: d, reuse: reuse}
 		for _, fd := range p.dups {
 			if err := loop.Add(fd, poller.Read, r.handle); err != nil {
 				return ls, fmt.Errorf("watching fd %d: %w", fd, err)
@@ -65,6 +68,7 @@ func loopReader(idle bool) readFunc {
 type loopReads struct {
 	chunk int
 	d     *digest
+	reuse bool   // keep one buffer for every read: no garbage
 	fresh []byte // a new buffer no read has filled yet, or nil
 	eof   bool   // a read returned end of file: the writer is done
 	err   error  // the first read error
@@ -97,6 +101,8 @@ func (r *loopReads) handle(fd int, _ poller.Events) {
 		r.eof = true
 	default:
 		r.d.add(r.fresh[:n])
-		r.fresh = nil // handed over: the next read gets a new one
+		if !r.reuse {
+			r.fresh = nil // handed over: the next read gets a new one
+		}
 	}
 }

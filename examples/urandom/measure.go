@@ -24,9 +24,10 @@ type loopStats struct {
 
 // readFuncs maps each mode to the way it reads.
 var readFuncs = map[mode]readFunc{
-	modeOff:        loopReader(false),
-	modeIdle:       loopReader(true),
+	modeOff:        loopReader(false, false),
+	modeIdle:       loopReader(true, false),
 	modeGoroutines: readGoroutines,
+	modeFloor:      loopReader(false, true),
 }
 
 // A job is one run: a mode and the stream's shape.

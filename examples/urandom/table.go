@@ -30,7 +30,7 @@ func writeTable(w io.Writer, c config, rows []result) error {
 	// AlignRight suits the numbers; the mode column is padded by hand to
 	// read left-aligned.
 	width := 0
-	for _, m := range allModes {
+	for _, m := range knownModes {
 		width = max(width, len(m))
 	}
 	fmt.Fprintf(tw, "%-*s\tGOGC\tpeak RSS\t×off\twall\t×off\tGC cycles\tforced\tidle steps\tbytes\tdigest\t\n", width, "mode")
