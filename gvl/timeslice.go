@@ -7,11 +7,14 @@ import (
 // How timeslices work without a timer goroutine. The waiter at the head of
 // the queue has waited longest, so it alone times the holder: its record's
 // timer is set to fire a timeslice after the later of (a) when it started
-// waiting and (b) when the lock last changed hands on the slow path. When it
-// fires and the slice is used up, it raises yieldReq, which the holder reads
-// in ShouldYield. Fast-path acquisitions do not record the
-// time, and need not: they happen only with nobody queued, so every waiter
-// started waiting after them and (a) is the later time.
+// waiting and (b) when the lock was last handed over. When it fires and the
+// slice is used up, it raises yieldReq, which the holder reads in
+// ShouldYield. No goroutine keeps time meanwhile: the runtime runs the timer's
+// few instructions when it fires, at most about once per timeslice.
+//
+// Acquisitions that are not handoffs do not record the time, and need not:
+// they happen only with nobody queued, so every waiter started waiting after
+// them and (a) is the later time.
 //
 // Resetting a timer on every wait would cost more than the handoff itself
 // in a tight Yield loop, so a timer that is still armed for an earlier
@@ -41,8 +44,9 @@ func (l *Lock) ShouldYield() bool {
 }
 
 // Checkpoint yields the lock if a waiter has asked for it (see ShouldYield)
-// and returns at once otherwise. A long-running holder calls it at safe
-// points, as Ruby checks its interrupt flag.
+// and returns at once otherwise, at the cost of one atomic load. A
+// long-running holder calls it at safe points, as Ruby checks its interrupt
+// flag. Checkpoint must be called holding the lock.
 func (l *Lock) Checkpoint() {
 	if l.yieldReq.Load() {
 		l.Yield()
