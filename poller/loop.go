@@ -117,7 +117,7 @@ func (l *Loop) Add(fd int, ev Events, h Handler) error {
 // AddFile is Add for the fd of f, which it obtains through f.SyscallConn,
 // not f.Fd: Fd switches the file, and every dup of it, to blocking mode.
 // f is kept alive while registered. It returns the fd, for Modify and
-// Remove.
+// Remove; a closed f is an error matching os.ErrClosed.
 func (l *Loop) AddFile(f *os.File, ev Events, h Handler) (int, error) {
 	return l.AddConn(f, ev, h)
 }
@@ -133,7 +133,9 @@ func (l *Loop) AddConn(c syscall.Conn, ev Events, h Handler) (int, error) {
 	}
 	fd := -1
 	if err := rc.Control(func(s uintptr) { fd = int(s) }); err != nil {
-		return -1, fmt.Errorf("poller: AddConn: %w", err)
+		// Control fails only for a closed file or connection, with an
+		// internal error that os.ErrClosed does not match.
+		return -1, fmt.Errorf("poller: AddConn: %w: %w", os.ErrClosed, err)
 	}
 	if err := l.add(fd, ev, h, c); err != nil {
 		return -1, err
