@@ -2,6 +2,7 @@ package gcstep
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -77,7 +78,7 @@ func WithMinGarbage(n uint64) Option {
 // where the goal is infinite. It panics if r is negative, NaN or infinite.
 func WithLiveRatio(r float64) Option {
 	return func(c *config) {
-		if !(r >= 0) || r > 1e9 {
+		if !(r >= 0) || math.IsInf(r, 1) {
 			panic(fmt.Sprintf("gcstep: WithLiveRatio(%v): ratio must be finite and >= 0", r))
 		}
 		c.liveRatio = r

@@ -22,26 +22,32 @@ func (f Func) Step(budget time.Duration) bool { return f(budget) }
 // order (put the runtime stepper first, application steppers such as cache
 // trimming after it) and reports more while any of them has work left.
 //
-// One call to Step spends at most budget in total: every stepper gets what
-// the ones before it left over, and the chain stops offering once nothing is
-// left. Nil steppers are skipped.
+// One call to Step spends at most about budget in total: every stepper gets
+// what the ones before it left over. Once nothing is left, the remaining
+// steppers are still asked, with a zero budget, which by the Stepper
+// contract does no work and only reports whether work remains: that keeps
+// the chain's answer honest without overrunning the budget. Nil steppers
+// are skipped.
 func Chain(steppers ...Stepper) Stepper {
-	s := make(chain, 0, len(steppers))
+	c := chain{now: time.Now}
 	for _, st := range steppers {
 		if st != nil {
-			s = append(s, st)
+			c.s = append(c.s, st)
 		}
 	}
-	return s
+	return c
 }
 
-type chain []Stepper
+type chain struct {
+	s   []Stepper
+	now func() time.Time // time.Now; a fake in tests
+}
 
 func (c chain) Step(budget time.Duration) bool {
 	more := false
-	start := time.Now()
-	for _, s := range c {
-		left := budget - time.Since(start)
+	start := c.now()
+	for _, s := range c.s {
+		left := max(budget-c.now().Sub(start), 0)
 		if s.Step(left) {
 			more = true
 		}

@@ -1,0 +1,69 @@
+package gcstep_test
+
+import (
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/idlemux/idlemux/gcstep"
+)
+
+// An event loop calls Step when a poll with a zero timeout found nothing
+// ready, and again while it reports more, before it blocks.
+func ExampleNewRuntime() {
+	rt := gcstep.NewRuntime()
+	defer rt.Close()
+
+	for range 3 { // three idle moments
+		for rt.Step(time.Millisecond) {
+		}
+		// ... block in poll(2) until something is ready, handle it ...
+	}
+	fmt.Println("steps:", rt.Stats().Steps)
+	// Output: steps: 3
+}
+
+// Application steppers go after the runtime's, in one chain: here a cache
+// that drops one stale entry per step.
+func ExampleChain() {
+	cache := []string{"a", "b", "c"}
+	trim := gcstep.Func(func(budget time.Duration) bool {
+		if budget > 0 && len(cache) > 0 {
+			fmt.Println("dropped", cache[0])
+			cache = cache[1:]
+		}
+		return len(cache) > 0
+	})
+	rt := gcstep.NewRuntime()
+	defer rt.Close()
+	s := gcstep.Chain(rt, trim)
+	for s.Step(time.Millisecond) {
+	}
+	// Output:
+	// dropped a
+	// dropped b
+	// dropped c
+}
+
+var buffers [][]byte
+
+// With GOGC=off the program collects only when it is idle, as Shopify runs
+// Ruby's major GC out of band. A zero budget does no work and only reports
+// whether a cycle is due.
+func ExampleRuntime_Step() {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	rt := gcstep.NewRuntime(gcstep.WithReleaseDelay(0))
+	defer rt.Close()
+	rt.Step(time.Second)
+
+	for range 64 {
+		buffers = append(buffers, make([]byte, 32<<10)) // 2 MiB
+	}
+	buffers = nil
+	fmt.Println("due:", rt.Step(0))
+	rt.Step(time.Second)
+	fmt.Println("due after a step:", rt.Step(0))
+	// Output:
+	// due: true
+	// due after a step: false
+}

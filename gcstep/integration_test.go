@@ -1,0 +1,118 @@
+package gcstep
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+// These tests run against the real runtime. They assert what the policy
+// did, never how long it took.
+
+var sink []byte
+
+// garbage allocates n bytes that are dead at once.
+func garbage(n int) {
+	for i := 0; i < n; i += 16 << 10 {
+		sink = make([]byte, 16<<10)
+	}
+	sink = nil
+}
+
+func gogc() int64 {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
+
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func TestRuntimeCollectsAfterAllocation(t *testing.T) {
+	// GOGC=off: the runtime would otherwise collect on its own, and no
+	// rule of the stepper may depend on the heap goal.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1))
+	defer rt.Close()
+	rt.Step(time.Hour) // start from a known state
+	before := rt.Stats()
+	cycles := gcCycles()
+	garbage(4 << 20)
+	rt.Step(time.Hour) // an hour fits any estimate: the cycle runs inline
+	s := rt.Stats()
+	equal(t, "inline cycles", s.CyclesInline-before.CyclesInline, 1)
+	check(t, gcCycles() > cycles, "the runtime counted no cycle")
+	check(t, s.LastAllocatedBetween > 0, "LastAllocatedBetween is zero")
+	check(t, s.CycleTime > 0 && s.StepTime >= s.CycleTime, "CycleTime %v, StepTime %v", s.CycleTime, s.StepTime)
+	check(t, s.CostEstimate > 0, "no cost estimate")
+}
+
+func TestRuntimeIdleRunsNoCycle(t *testing.T) {
+	rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1))
+	defer rt.Close()
+	garbage(2 << 20)
+	rt.Step(time.Hour) // collect what the test binary left behind
+	before := rt.Stats()
+	n := 1_000_000
+	if testing.Short() {
+		n = 10_000
+	}
+	for range n {
+		if rt.Step(time.Hour) {
+			t.Fatal("more = true with nothing allocated")
+		}
+	}
+	s := rt.Stats()
+	equal(t, "steps", s.Steps-before.Steps, uint64(n))
+	equal(t, "cycles inline", s.CyclesInline, before.CyclesInline)
+	equal(t, "cycles started", s.CyclesBackground, before.CyclesBackground)
+}
+
+func TestRuntimeStepAllocatesNothing(t *testing.T) {
+	rt := NewRuntime(WithReleaseDelay(0))
+	defer rt.Close()
+	allocs := testing.AllocsPerRun(1000, func() { rt.Step(time.Millisecond) })
+	equal(t, "allocations per step", allocs, 0)
+}
+
+func TestRuntimeBackgroundCycleRestoresGOGC(t *testing.T) {
+	old := debug.SetGCPercent(150)
+	defer debug.SetGCPercent(old)
+	rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1))
+	defer rt.Close()
+	garbage(2 << 20)
+	rt.Step(time.Nanosecond) // no estimate fits a nanosecond
+	mustEqual(t, "cycles started", rt.Stats().CyclesBackground, 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		garbage(64 << 10) // the runtime starts the cycle at an allocation
+		p := gogc()
+		if p == 150 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC still %d after 10 s", p)
+		}
+		runtime.Gosched()
+	}
+}
+
+func TestRuntimeReleasesMemoryWhenIdle(t *testing.T) {
+	rt := NewRuntime(WithReleaseDelay(20 * time.Millisecond))
+	defer rt.Close()
+	garbage(8 << 20)
+	rt.Step(time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for rt.Stats().Releases == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no release within 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	equal(t, "releases", rt.Stats().Releases, 1)
+}

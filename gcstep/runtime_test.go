@@ -1,0 +1,358 @@
+package gcstep
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	kib = 1 << 10
+	mib = 1 << 20
+	ms  = time.Millisecond
+)
+
+func newTest(t *testing.T, opts ...Option) (*world, *Runtime) {
+	t.Helper()
+	w := newWorld()
+	w.r.allocs = 10 * mib
+	w.r.cycles = 3
+	return w, newRuntime(w.env(), opts...)
+}
+
+func TestIdleProgramRunsNoCycle(t *testing.T) {
+	w, rt := newTest(t)
+	for i := range 1_000_000 {
+		w.t += time.Microsecond
+		if rt.Step(ms) {
+			t.Fatalf("step %d: more = true with nothing to do", i)
+		}
+	}
+	equal(t, "steps", rt.Stats().Steps, 1_000_000)
+	equal(t, "inline cycles", w.gcs, 0)
+	equal(t, "background cycles", w.nudges, 0)
+	equal(t, "release timers armed", w.pending(), 0)
+}
+
+func TestCollectsOnceAllocatedEnough(t *testing.T) {
+	tests := []struct {
+		name  string
+		live  uint64
+		alloc uint64
+		want  int
+	}{
+		{"below MinGarbage", 0, mib - 1, 0},
+		{"at MinGarbage", 0, mib, 1},
+		{"small live heap: MinGarbage rules", 2 * mib, mib, 1},
+		{"large live heap: below a quarter of it", 64 * mib, 15 * mib, 0},
+		{"large live heap: a quarter of it", 8 * mib, 2 * mib, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, rt := newTest(t, WithCPUCap(1))
+			w.r.live = tt.live
+			w.alloc(tt.alloc)
+			w.gcCost = 0
+			rt.Step(time.Second) // the model fits a second even at 64 MiB
+			equal(t, "inline cycles", w.gcs, tt.want)
+		})
+	}
+}
+
+func TestRearmsOnlyAfterAllocation(t *testing.T) {
+	w, rt := newTest(t)
+	w.alloc(2 * mib)
+	equal(t, "more after the cycle", rt.Step(ms), false)
+	mustEqual(t, "inline cycles", w.gcs, 1)
+	for range 1000 {
+		w.t += 10 * ms
+		rt.Step(ms)
+	}
+	equal(t, "inline cycles without new allocation", w.gcs, 1)
+	w.alloc(mib)
+	w.t += 10 * ms
+	rt.Step(ms)
+	equal(t, "inline cycles after allocation", w.gcs, 2)
+	s := rt.Stats()
+	equal(t, "Stats.CyclesInline", s.CyclesInline, 2)
+	equal(t, "Stats.AllocatedBetween", s.AllocatedBetween, 3*mib)
+	equal(t, "Stats.LastAllocatedBetween", s.LastAllocatedBetween, mib)
+}
+
+func TestCycleRunByRuntimeResetsTheCount(t *testing.T) {
+	w, rt := newTest(t)
+	w.alloc(3 * mib)
+	w.r.cycles++ // the runtime collected on its own
+	equal(t, "more", rt.Step(ms), false)
+	equal(t, "inline cycles", w.gcs, 0)
+	w.alloc(mib - 1)
+	rt.Step(ms)
+	equal(t, "inline cycles below the threshold since the runtime's", w.gcs, 0)
+	w.alloc(1)
+	rt.Step(ms)
+	equal(t, "inline cycles at the threshold", w.gcs, 1)
+}
+
+func TestZeroBudgetOnlyLooks(t *testing.T) {
+	for _, budget := range []time.Duration{0, -1, -time.Hour} {
+		w, rt := newTest(t)
+		equal(t, "more with nothing due", rt.Step(budget), false)
+		w.alloc(mib)
+		equal(t, "more with a cycle due", rt.Step(budget), true)
+		equal(t, "cycles on a zero budget", w.gcs+w.nudges, 0)
+		rt.Step(ms)
+		equal(t, "inline cycles", w.gcs, 1)
+		equal(t, "more after the cycle", rt.Step(budget), false)
+	}
+}
+
+func TestInlineOnlyWhenTheEstimateFits(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(1), WithBackground(false))
+	w.alloc(mib)
+	// Before any measurement the estimate is the model: modelFixed on
+	// an empty heap; 0.9 of this budget is less.
+	rt.Step(modelFixed)
+	equal(t, "inline cycles", w.gcs, 0)
+	equal(t, "Stats.DeclinedBudget", rt.Stats().DeclinedBudget, 1)
+	rt.Step(2 * modelFixed)
+	equal(t, "inline cycles with a larger budget", w.gcs, 1)
+}
+
+func TestCostEstimateLearnsAndRelaxes(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(1), WithBackground(false))
+	w.gcCost = 16 * modelFixed // this machine is much slower than the model
+	w.alloc(mib)
+	rt.Step(ms)
+	mustEqual(t, "inline cycles", w.gcs, 1)
+	est := rt.Stats().CostEstimate
+	check(t, est > 2*modelFixed, "estimate %v: one slow cycle must raise it", est)
+	check(t, est < 16*modelFixed, "estimate %v: one cycle must not move it all the way", est)
+
+	// Each further slow cycle raises it, until it no longer fits.
+	for i := 0; w.gcs == i+1 && i < 10; i++ {
+		w.alloc(mib)
+		rt.Step(ms)
+	}
+	w.alloc(mib)
+	gcs := w.gcs
+	rt.Step(ms)
+	mustEqual(t, "inline cycles once the estimate exceeds the budget", w.gcs, gcs)
+	check(t, rt.Stats().DeclinedBudget > 0, "no declined cycle counted")
+
+	// Without measurements a pessimistic estimate relaxes to the model.
+	w.t += 20 * factorHalfLife
+	w.gcCost = modelFixed
+	rt.Step(ms)
+	equal(t, "inline cycles once the estimate relaxed", w.gcs, gcs+1)
+	est = rt.Stats().CostEstimate
+	check(t, est < 2*modelFixed, "estimate %v after a cycle as fast as the model", est)
+}
+
+func TestBackgroundWhenTheEstimateDoesNotFit(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(1))
+	w.r.live = 64 * mib // the model says 64 ms
+	w.alloc(16 * mib)
+	equal(t, "more", rt.Step(ms), false)
+	equal(t, "inline cycles", w.gcs, 0)
+	mustEqual(t, "background cycles", w.nudges, 1)
+	equal(t, "GOGC while nudged", w.gogc, nudgedGOGC)
+	equal(t, "Stats.CyclesBackground", rt.Stats().CyclesBackground, 1)
+
+	// Until the cycle completes, steps do nothing more.
+	w.alloc(16 * mib)
+	rt.Step(ms)
+	equal(t, "background cycles while one is pending", w.nudges, 1)
+
+	// The cycle completes; the cleanup restores GOGC.
+	w.r.cycles++
+	w.nudgeDone()
+	equal(t, "GOGC restored", w.gogc, 100)
+}
+
+func TestNudgeRestoredByTheNextStep(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(1))
+	w.gogc = -1 // GOGC=off
+	w.r.live = 64 * mib
+	w.alloc(16 * mib)
+	rt.Step(ms)
+	mustEqual(t, "GOGC while nudged", w.gogc, nudgedGOGC)
+	w.r.cycles++
+	rt.Step(ms)
+	equal(t, "GOGC restored", w.gogc, -1)
+	w.gogc = 50
+	w.nudgeDone() // a late cleanup of an old nudge changes nothing
+	equal(t, "GOGC after a late cleanup", w.gogc, 50)
+}
+
+func TestNudgeKeepsGOGCTheProgramSet(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(1))
+	w.r.live = 64 * mib
+	w.alloc(16 * mib)
+	rt.Step(ms)
+	w.gogc = 200 // debug.SetGCPercent(200) by the program meanwhile
+	w.r.cycles++
+	w.nudgeDone()
+	equal(t, "GOGC", w.gogc, 200)
+}
+
+func TestCPUCapHolds(t *testing.T) {
+	for _, cpuCap := range []float64{0.01, 0.05, 0.3, 1} {
+		w, rt := newTest(t, WithCPUCap(cpuCap), WithBackground(false))
+		w.gcCost = 200 * time.Microsecond
+		for w.t < 100*time.Second {
+			w.alloc(mib) // a program that allocates and is idle often
+			rt.Step(ms)
+			w.t += 100 * time.Microsecond
+		}
+		s := rt.Stats()
+		// The bucket starts full: one window's worth on top of the share.
+		allowed := time.Duration(cpuCap * float64(w.t+time.Second))
+		check(t, s.CycleTime <= allowed, "cap %v: spent %v, allowed %v", cpuCap, s.CycleTime, allowed)
+		if cpuCap < 0.5 { // above, the loop itself leaves less than the cap
+			check(t, s.CycleTime >= allowed*8/10, "cap %v: spent %v of %v: the share must be used", cpuCap, s.CycleTime, allowed)
+			check(t, s.DeclinedCap > 0, "cap %v: no cycle declined", cpuCap)
+		}
+	}
+}
+
+func TestCPUCapChargesBackgroundCycles(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(0.01)) // bucket: 10 ms
+	w.r.live = 64 * mib                   // estimate 64 ms: more than the bucket
+	w.alloc(16 * mib)
+	rt.Step(ms)
+	mustEqual(t, "background cycles from a full bucket", w.nudges, 1)
+	w.r.cycles++
+	w.nudgeDone()
+	rt.Step(ms) // sees the cycle: garbage counts from here
+	w.alloc(16 * mib)
+	w.t += time.Second
+	rt.Step(ms)
+	equal(t, "background cycles while in debt", w.nudges, 1)
+	equal(t, "Stats.DeclinedCap", rt.Stats().DeclinedCap, 1)
+	w.t += 10 * time.Second
+	rt.Step(ms)
+	equal(t, "background cycles once the debt is paid", w.nudges, 2)
+}
+
+func TestReleaseAfterIdleStretch(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(time.Second))
+	w.alloc(2 * mib)
+	rt.Step(ms)
+	mustEqual(t, "timers armed by allocation", w.pending(), 1)
+
+	// Still allocating when it fires: it waits for the rest of the delay.
+	w.t += 500 * ms
+	w.alloc(kib)
+	lastAlloc := w.t
+	rt.Step(ms)
+	mustEqual(t, "fired", w.fireNext(), true)
+	equal(t, "releases before the delay", w.releases, 0)
+	mustEqual(t, "timers re-armed", w.pending(), 1)
+	mustEqual(t, "fired", w.fireNext(), true)
+	equal(t, "releases", w.releases, 1)
+	equal(t, "release time", w.t, lastAlloc+time.Second)
+	s := rt.Stats()
+	equal(t, "Stats.Releases", s.Releases, 1)
+	equal(t, "Stats.ReleasedBytes", s.ReleasedBytes, 3<<20)
+
+	// Once per idle stretch: steps without allocation arm nothing.
+	for range 100 {
+		w.t += 100 * ms
+		rt.Step(ms)
+	}
+	equal(t, "timers armed while idle", w.pending(), 0)
+	w.alloc(2 * mib)
+	rt.Step(ms)
+	equal(t, "timers armed by the next stretch", w.pending(), 1)
+	rt.Close()
+	equal(t, "timers armed after Close", w.pending(), 0)
+}
+
+func TestReleaseNeedsAllocation(t *testing.T) {
+	tests := []struct {
+		name  string
+		delay time.Duration
+		alloc uint64
+		want  int
+	}{
+		{"little allocation", time.Second, mib - 1, 0},
+		{"enough allocation", time.Second, mib, 1},
+		{"tier disabled", 0, 8 * mib, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, rt := newTest(t, WithReleaseDelay(tt.delay))
+			w.alloc(tt.alloc)
+			rt.Step(ms)
+			equal(t, "timers armed", w.pending(), tt.want)
+		})
+	}
+}
+
+func TestConcurrentStepDoesNothing(t *testing.T) {
+	w, rt := newTest(t)
+	var inner []bool
+	w.onGC = func() {
+		// Another goroutine steps while this one is in a cycle.
+		inner = append(inner, rt.Step(ms), rt.Step(0))
+	}
+	w.alloc(mib)
+	rt.Step(ms)
+	equal(t, "inner steps", len(inner), 2)
+	for i, more := range inner {
+		equal(t, "more from a concurrent step", more, false)
+		_ = i
+	}
+	equal(t, "inline cycles", w.gcs, 1)
+}
+
+func TestCloseRestoresGOGC(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(1))
+	w.r.live = 64 * mib
+	w.alloc(16 * mib)
+	rt.Step(ms)
+	mustEqual(t, "GOGC while nudged", w.gogc, nudgedGOGC)
+	rt.Close()
+	equal(t, "GOGC after Close", w.gogc, 100)
+	w.alloc(16 * mib)
+	equal(t, "more after Close", rt.Step(time.Hour), false)
+	equal(t, "background cycles", w.nudges, 1)
+}
+
+func TestOptionsOutOfRangePanic(t *testing.T) {
+	tests := []struct {
+		name string
+		opt  Option
+	}{
+		{"negative cap", WithCPUCap(-0.1)},
+		{"zero cap", WithCPUCap(0)},
+		{"cap above one", WithCPUCap(1.5)},
+		{"NaN cap", WithCPUCap(math.NaN())},
+		{"negative ratio", WithLiveRatio(-1)},
+		{"NaN ratio", WithLiveRatio(math.NaN())},
+		{"infinite ratio", WithLiveRatio(math.Inf(1))},
+		{"zero garbage", WithMinGarbage(0)},
+		{"negative delay", WithReleaseDelay(-time.Second)},
+		{"nil option", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				msg, _ := r.(string)
+				check(t, strings.HasPrefix(msg, "gcstep: "), "panic value %#v, want a string starting with %q", r, "gcstep: ")
+			}()
+			newRuntime(newWorld().env(), tt.opt)
+		})
+	}
+}
+
+func TestOptionsInRangeAccepted(t *testing.T) {
+	_, rt := newTest(t, WithCPUCap(1), WithCPUCap(0.001), WithLiveRatio(0),
+		WithMinGarbage(1), WithReleaseDelay(0), WithBackground(false))
+	equal(t, "cap", rt.cfg.cpuCap, 0.001)
+	equal(t, "min garbage", rt.cfg.minGarbage, 1)
+	equal(t, "background", rt.cfg.background, false)
+	equal(t, "release delay", rt.cfg.releaseDelay, 0)
+}
