@@ -4,12 +4,35 @@ import (
 	"hash"
 	"strings"
 	"testing"
+	"time"
 )
+
+// measureWithin runs measure, failing the test if it takes more than a
+// generous timeout: a hang is a bug, not a slow machine.
+func measureWithin(t *testing.T, j job) (result, error) {
+	t.Helper()
+	type outcome struct {
+		r   result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		r, err := measure(j, nil, "")
+		done <- outcome{r, err}
+	}()
+	select {
+	case o := <-done:
+		return o.r, o.err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: no result after 30s", j.mode)
+		return result{}, nil
+	}
+}
 
 func TestMeasure(t *testing.T) {
 	for _, m := range knownModes {
 		t.Run(string(m), func(t *testing.T) {
-			r, err := measure(job{mode: m, length: smallLen, readers: 4, chunk: 4096}, nil, "")
+			r, err := measureWithin(t, job{mode: m, length: smallLen, readers: 4, chunk: 4096})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -35,7 +58,7 @@ func TestMeasureDetectsLoss(t *testing.T) {
 		return readGoroutines(p, chunk, d)
 	}
 	defer delete(readFuncs, lossy)
-	r, err := measure(job{mode: lossy, length: smallLen, readers: 2, chunk: 1000}, nil, "")
+	r, err := measureWithin(t, job{mode: lossy, length: smallLen, readers: 2, chunk: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
