@@ -5,8 +5,8 @@
 // A writer goroutine copies -len bytes from /dev/urandom into a pipe and
 // closes it. -readers dups of the pipe's read end are multiplexed; each
 // reader found ready reads up to -chunk bytes into a freshly allocated
-// buffer, the garbage Ruby's read(16384) makes, until end of file. Three
-// modes read the same stream:
+// buffer, the garbage Ruby's read(16384) makes, until end of file. The
+// modes read the same stream in different ways:
 //
 //	off         a poller.Loop over the dups, holding a gvl.Lock it releases
 //	            while blocked, with no stepper: a plain event loop
