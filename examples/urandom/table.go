@@ -11,8 +11,12 @@ import (
 // run. Ratios are to the off row, the baseline, when there is one.
 func writeTable(w io.Writer, c config, rows []result) error {
 	var head strings.Builder
-	fmt.Fprintf(&head, "%s bytes from /dev/urandom, %d readers, %d-byte reads, GOGC=%s",
-		formatCount(c.length), c.readers, c.chunk, c.gogc)
+	readers := "readers"
+	if c.readers == 1 {
+		readers = "reader"
+	}
+	fmt.Fprintf(&head, "%s bytes from /dev/urandom, %d %s, %d-byte reads, GOGC=%s",
+		formatCount(c.length), c.readers, readers, c.chunk, c.gogc)
 	if c.runs > 1 {
 		fmt.Fprintf(&head, ", median of %d runs", c.runs)
 	}
