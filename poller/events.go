@@ -23,9 +23,11 @@ const (
 	// such as the write end of a pipe whose read end is closed.
 	Error
 	// Invalid: the fd is not open (POLLNVAL; with select(2), an EBADF found
-	// by probing each fd). A Loop removes an fd reported Invalid after its
-	// handler returns, so a closed fd never makes the loop spin; Mux.WaitFD
-	// returns Invalid with a nil error.
+	// by probing each fd). A Loop drops an fd reported Invalid just before
+	// calling its handler with Invalid, once, so a closed fd never makes
+	// the loop spin; Mux.WaitFD returns Invalid with a nil error at once;
+	// Mux.Poll reports POLLNVAL in Revents, as poll(2) does. Epoll never
+	// reports it: the kernel forgets a closed fd by itself.
 	Invalid
 )
 

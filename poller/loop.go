@@ -240,6 +240,10 @@ func (l *Loop) Run(ctx context.Context) error {
 // due timers, and returns how many it called. It returns ErrClosed if the
 // loop is closed, before or during the call.
 //
+// The stepper is offered work at the first idle moment of a RunOnce. Once
+// it reports no more, later calls do not ask it again until a handler or
+// timer has run: an idle loop woken only by Wake does not step in vain.
+//
 // It must not be called concurrently with itself, nor from a handler; it
 // panics if it is.
 func (l *Loop) RunOnce(timeout time.Duration) (int, error) {
