@@ -1,6 +1,7 @@
 package gvl_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -18,6 +19,10 @@ func TestMutualExclusion(t *testing.T) {
 	}{
 		{"zero", func() *gvl.Lock { return new(gvl.Lock) }},
 		{"new", func() *gvl.Lock { return gvl.New() }},
+		// A tiny timeslice, so that timers fire, flags rise and fall and
+		// Checkpoint yields all through the run.
+		{"timeslice=50µs", func() *gvl.Lock { return gvl.New(gvl.WithTimeslice(50 * time.Microsecond)) }},
+		{"no timeslice", func() *gvl.Lock { return gvl.New(gvl.WithTimeslice(0)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := tc.lock()
@@ -26,7 +31,7 @@ func TestMutualExclusion(t *testing.T) {
 			for g := range goroutines {
 				wg.Go(func() {
 					for i := range rounds {
-						switch (g + i) % 4 {
+						switch (g + i) % 6 {
 						case 0:
 							l.Acquire()
 						case 1:
@@ -39,6 +44,20 @@ func TestMutualExclusion(t *testing.T) {
 						case 3:
 							l.Acquire()
 							l.Blocking(func() {})
+						case 4:
+							// Gives up now and then: cancellation races
+							// handoffs all through the run.
+							ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%50)*time.Microsecond)
+							if l.AcquireContext(ctx) != nil {
+								l.Acquire()
+							}
+							cancel()
+						case 5:
+							// Holds on for a while, at safe points.
+							l.Acquire()
+							for start := time.Now(); time.Since(start) < 100*time.Microsecond; {
+								l.Checkpoint()
+							}
 						}
 						inside++
 						if inside != 1 {
@@ -51,6 +70,7 @@ func TestMutualExclusion(t *testing.T) {
 				})
 			}
 			wg.Wait()
+			t.Logf("%+v", l.Stats())
 			if counter != goroutines*rounds {
 				t.Errorf("counter = %d, want %d", counter, goroutines*rounds)
 			}

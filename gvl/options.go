@@ -20,6 +20,11 @@ type Option func(*Lock)
 // WithTimeslice sets how long a holder may keep the lock while others wait
 // before ShouldYield reports true. A d of zero or less disables timeslices:
 // waiters then never ask the holder to yield and arm no timers.
+//
+// Slices shorter than a millisecond are honored late: when no P is running
+// goroutines, the runtime sleeps in epoll_wait, which counts in whole
+// milliseconds (runtime/netpoll_epoll.go), so a timer due sooner may fire a
+// millisecond after it was set.
 func WithTimeslice(d time.Duration) Option {
 	return func(l *Lock) {
 		if d <= 0 {
