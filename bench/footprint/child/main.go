@@ -1,0 +1,25 @@
+// Child runs one footprint-lab workload and writes what it measured as JSON;
+// the footprint command starts it once per run, with the run described in
+// the environment variable IDLEMUX_FOOTPRINT_CHILD and GOGC and GOMEMLIMIT
+// set for it. It is not meant to be run by hand: use
+//
+//	go run ./bench/footprint -out DIR
+//
+// It takes no flags.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/idlemux/idlemux/bench/footprint/internal/lab"
+)
+
+func main() {
+	spec := os.Getenv(lab.ChildEnv)
+	if spec == "" {
+		fmt.Fprintln(os.Stderr, "child: run by the footprint command (go run ./bench/footprint -out DIR), not by hand")
+		os.Exit(2)
+	}
+	lab.ChildMain(spec)
+}

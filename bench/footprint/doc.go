@@ -1,0 +1,57 @@
+// Footprint is idlemux's memory-footprint lab: it runs workloads built on
+// the poller's event loop under several idle-stepping policies and Go
+// runtime settings, each in its own child process (peak RSS is per
+// process), and reports what each one cost in memory and in time.
+//
+// Workloads:
+//
+//	urandom   seed 004's demo: 100 MB from /dev/urandom through a pipe, ten
+//	          dups of its read end, each ready one read into a fresh 16 KiB
+//	          buffer; a SHA-256 of what was written must equal one of what
+//	          was read
+//	bursty    request/response over socketpairs: bursts of requests that
+//	          allocate 256 KiB each, separated by idle gaps; request latency
+//	          percentiles during bursts, RSS during gaps
+//	bigheap   a 64 MiB live heap with steady churn from a 1 ms loop timer,
+//	          where an idle collector must not thrash; timer lateness
+//	          percentiles
+//
+// Policies: idle stepping off, naive (runtime.GC at every idle moment, as a
+// gcstep.Func) and runtime (gcstep.NewRuntime with its defaults), each
+// under GOGC=50, 100, 400 and GOGC=off with a GOMEMLIMIT set per workload.
+//
+// For every run it records peak RSS, RSS and heap sampled over time, wall
+// time, CPU time (getrusage), GC cycles, idle steps and latency percentiles,
+// and writes:
+//
+//	DIR/results.json              every run, its samples, and medians per configuration
+//	DIR/rss-WORKLOAD.{png,svg}    RSS over time, a panel per GC setting, a line per policy
+//	DIR/peak-vs-wall-WORKLOAD.{png,svg}
+//	                              median peak RSS against median wall time per configuration
+//	DIR/heap-WORKLOAD-{off,runtime}.pprof
+//	                              heap profiles at peak RSS, GOGC=100, summarised on stdout
+//	                              as the top in-use differences by function
+//
+// and prints a table per workload. It exits with status 1 if any run lost
+// data or failed.
+//
+// Usage:
+//
+//	go run ./bench/footprint -out DIR [flags]
+//
+// The flags are:
+//
+//	-out dir
+//		where to write results (required)
+//	-quick
+//		a reduced run for CI, under a minute: smaller workloads, GOGC=100
+//		and GOGC=off only, one round
+//	-rounds n
+//		rounds of every configuration, interleaved (default 3; 1 with -quick)
+//	-workloads list
+//		comma-separated workloads (default "urandom,bursty,bigheap")
+//	-sample d
+//		RSS and heap sampling period (default 10ms)
+//	-profiles
+//		take the heap profiles at peak and compare them (default true)
+package main

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/idlemux/idlemux/bench/footprint/internal/lab"
+)
+
+// labEnv opts in to TestQuickLab, the CI check of the whole lab.
+const labEnv = "IDLEMUX_FOOTPRINT_LAB"
+
+// TestQuickLab runs `footprint -quick` into a temporary directory and
+// checks only what cannot flake: every run moved all its data intact,
+// results.json is well-formed and complete, every chart was written. It
+// takes about half a minute, so it runs only when asked:
+//
+//	IDLEMUX_FOOTPRINT_LAB=1 go test -count=1 -run TestQuickLab ./bench/footprint
+func TestQuickLab(t *testing.T) {
+	if os.Getenv(labEnv) == "" {
+		t.Skipf("the quick lab takes half a minute; set %s=1 to run it", labEnv)
+	}
+	if testing.Short() {
+		t.Skip("skipped under -short")
+	}
+	dir := t.TempDir()
+	cfg := config{out: dir, quick: true, workloads: "urandom,bursty,bigheap", sample: 10 * time.Millisecond, profiles: true}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var stdout, progress bytes.Buffer
+	rep, err := runLab(ctx, cfg, &stdout, &progress)
+	if err != nil {
+		t.Fatalf("lab: %v\n%s", err, progress.String())
+	}
+
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got report
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	want := 0
+	for _, w := range lab.Workloads {
+		want += len(lab.GCSettings(w, true)) * len(lab.Steppings)
+	}
+	if len(got.Runs) != want || len(rep.Runs) != want {
+		t.Errorf("results.json has %d runs (report %d), want %d", len(got.Runs), len(rep.Runs), want)
+	}
+	for _, r := range got.Runs {
+		name := r.Workload + "/" + r.GC.Name + "/" + r.Stepping
+		if !r.OK || r.Error != "" {
+			t.Errorf("%s: ok=%v error=%q check=%q", name, r.OK, r.Error, r.Check)
+		}
+		if r.Bytes <= 0 || r.PeakRSS == 0 || r.Wall <= 0 || len(r.Samples) == 0 {
+			t.Errorf("%s: bytes %d, peak %d, wall %v, %d samples: want all positive", name, r.Bytes, r.PeakRSS, r.Wall, len(r.Samples))
+		}
+	}
+	if len(got.Summary) != want {
+		t.Errorf("%d summary rows, want %d", len(got.Summary), want)
+	}
+	if len(got.HeapDiff) != len(lab.Workloads) {
+		t.Errorf("%d heap comparisons, want %d", len(got.HeapDiff), len(lab.Workloads))
+	}
+	for _, w := range lab.Workloads {
+		for _, chart := range []string{"rss-", "peak-vs-wall-"} {
+			for _, ext := range []string{".png", ".svg"} {
+				path := filepath.Join(dir, chart+w.Name+ext)
+				b, err := os.ReadFile(path)
+				switch {
+				case err != nil:
+					t.Error(err)
+				case ext == ".png" && !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
+					t.Errorf("%s is not a PNG", path)
+				case ext == ".svg" && !bytes.Contains(b, []byte("<svg")):
+					t.Errorf("%s is not an SVG", path)
+				}
+			}
+		}
+		if !strings.Contains(stdout.String(), w.Name+": ") {
+			t.Errorf("no table for %s on stdout", w.Name)
+		}
+	}
+}
+
+// writeProfile writes a heap profile with the given in-use bytes per
+// allocating function.
+func writeProfile(t *testing.T, path string, inuse map[string]int64) {
+	t.Helper()
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "alloc_space", Unit: "bytes"}, {Type: "inuse_space", Unit: "bytes"}},
+		PeriodType: &profile.ValueType{Type: "space", Unit: "bytes"},
+	}
+	id := uint64(0)
+	for name, v := range inuse {
+		id++
+		fn := &profile.Function{ID: id, Name: name}
+		loc := &profile.Location{ID: id, Line: []profile.Line{{Function: fn}}}
+		p.Function = append(p.Function, fn)
+		p.Location = append(p.Location, loc)
+		p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{2 * v, v}})
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := p.Write(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDiffHeapProfiles(t *testing.T) {
+	dir := t.TempDir()
+	off, on := filepath.Join(dir, "off.pprof"), filepath.Join(dir, "on.pprof")
+	writeProfile(t, off, map[string]int64{"main.read": 5 << 20, "main.keep": 1 << 20, "main.gone": 2 << 20})
+	writeProfile(t, on, map[string]int64{"main.read": 1 << 20, "main.keep": 1 << 20, "main.new": 3 << 20})
+	d, err := diffHeapProfiles("w", off, on, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.OffTotal != 8<<20 || d.OnTotal != 5<<20 {
+		t.Errorf("totals %d, %d; want %d, %d", d.OffTotal, d.OnTotal, 8<<20, 5<<20)
+	}
+	want := []funcInUse{
+		{"main.read", 5 << 20, 1 << 20, 4 << 20},
+		{"main.new", 0, 3 << 20, -3 << 20},
+		{"main.gone", 2 << 20, 0, 2 << 20},
+	}
+	if len(d.Top) != len(want) {
+		t.Fatalf("got %d rows %v, want %v", len(d.Top), d.Top, want)
+	}
+	for i := range want {
+		if d.Top[i] != want[i] {
+			t.Errorf("row %d: got %+v, want %+v", i, d.Top[i], want[i])
+		}
+	}
+}
+
+func TestSummariseTakesMediansPerConfiguration(t *testing.T) {
+	gc := lab.GCSetting{Name: "GOGC=100", GOGC: "100"}
+	var runs []lab.RunResult
+	for i, peak := range []uint64{30, 10, 20} {
+		for _, st := range []string{"runtime", "off"} {
+			runs = append(runs, lab.RunResult{Workload: "w", GC: gc, Stepping: st, Round: i, OK: st == "off" || i != 1,
+				PeakRSS: peak, Wall: float64(peak) / 10, Latency: &lab.Percentiles{P50: int64(peak)}})
+		}
+	}
+	got := summarise(runs)
+	if len(got) != 2 {
+		t.Fatalf("got %d rows, want 2", len(got))
+	}
+	if got[0].Stepping != "off" || got[1].Stepping != "runtime" {
+		t.Errorf("order %s, %s; want off, runtime", got[0].Stepping, got[1].Stepping)
+	}
+	for _, s := range got {
+		if s.Runs != 3 || s.PeakRSS != 20 || s.Wall != 2 || s.P50 != 20 {
+			t.Errorf("%s: runs %d, peak %d, wall %v, p50 %d; want 3, 20, 2, 20", s.Stepping, s.Runs, s.PeakRSS, s.Wall, s.P50)
+		}
+	}
+	if !got[0].OK || got[1].OK {
+		t.Errorf("ok: off %v, runtime %v; want true, false", got[0].OK, got[1].OK)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  config
+		ok   bool
+		want int
+	}{
+		{config{workloads: "urandom", sample: time.Millisecond}, true, 3},
+		{config{workloads: "urandom", sample: time.Millisecond, quick: true}, true, 1},
+		{config{workloads: "urandom,nope", sample: time.Millisecond}, false, 0},
+		{config{workloads: "urandom", sample: 0}, false, 0},
+		{config{workloads: "urandom", sample: time.Millisecond, rounds: -1}, false, 0},
+	} {
+		err := tc.cfg.validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("%+v: err %v, want ok=%v", tc.cfg, err, tc.ok)
+		}
+		if tc.ok && tc.cfg.rounds != tc.want {
+			t.Errorf("%+v: rounds %d, want %d", tc.cfg, tc.cfg.rounds, tc.want)
+		}
+	}
+}

@@ -1,0 +1,242 @@
+package lab
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/idlemux/idlemux/internal/rss"
+)
+
+// A sample is one reading of the process's memory during a run.
+type Sample struct {
+	T    float64 `json:"t"`    // seconds since the workload started
+	RSS  uint64  `json:"rss"`  // resident set size, bytes
+	Heap uint64  `json:"heap"` // heap objects, live and not yet swept, bytes
+	Gap  bool    `json:"gap,omitempty"`
+}
+
+// Percentiles summarises latencies, in nanoseconds.
+type Percentiles struct {
+	N   int   `json:"n"`
+	P50 int64 `json:"p50_ns"`
+	P90 int64 `json:"p90_ns"`
+	P99 int64 `json:"p99_ns"`
+	Max int64 `json:"max_ns"`
+}
+
+func percentilesOf(d []time.Duration) *Percentiles {
+	if len(d) == 0 {
+		return nil
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	at := func(q float64) int64 { return int64(s[int(q*float64(len(s)-1))]) }
+	return &Percentiles{N: len(s), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: int64(s[len(s)-1])}
+}
+
+// RunResult is one child's report, and one entry of results.json.
+//
+// Bytes counts what the workload moved: bytes read (urandom), bytes the
+// server allocated for requests (bursty), payload bytes replaced (bigheap).
+type RunResult struct {
+	Workload string    `json:"workload"`
+	Stepping string    `json:"stepping"`
+	GC       GCSetting `json:"gc"`
+	Round    int       `json:"round"`
+
+	OK    bool   `json:"ok"`
+	Check string `json:"check"`
+	Error string `json:"error,omitempty"`
+
+	Bytes        int64   `json:"bytes"`
+	PeakRSS      uint64  `json:"peak_rss_bytes"`
+	GapRSS       uint64  `json:"gap_rss_bytes,omitempty"` // median RSS during idle gaps (bursty)
+	Wall         float64 `json:"wall_seconds"`
+	CPUUser      float64 `json:"cpu_user_seconds"`
+	CPUSys       float64 `json:"cpu_sys_seconds"`
+	GCCycles     uint64  `json:"gc_cycles"`
+	IdleSteps    uint64  `json:"idle_steps"`
+	IdleStepTime float64 `json:"idle_step_seconds"`
+	Syscalls     uint64  `json:"poller_syscalls"`
+
+	LatencyKind string       `json:"latency_kind,omitempty"`
+	Latency     *Percentiles `json:"latency,omitempty"`
+	Samples     []Sample     `json:"samples"`
+}
+
+// sampler reads RSS and heap size periodically, and with a profile path
+// keeps the heap profile taken at the highest RSS seen.
+type sampler struct {
+	start   time.Time
+	every   time.Duration
+	profile bool
+
+	mu      sync.Mutex
+	gap     bool
+	samples []Sample
+	prof    bytes.Buffer
+	profRSS uint64
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+var heapMetric = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+
+func startSampler(every time.Duration, profile bool) *sampler {
+	s := &sampler{start: time.Now(), every: every, profile: profile,
+		samples: make([]Sample, 0, 4096), stop: make(chan struct{}), done: make(chan struct{})}
+	s.take()
+	go s.loop()
+	return s
+}
+
+func (s *sampler) loop() {
+	defer close(s.done)
+	t := time.NewTicker(s.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			s.take()
+			return
+		case <-t.C:
+			s.take()
+		}
+	}
+}
+
+func (s *sampler) take() {
+	cur, err := rss.Current()
+	if err != nil {
+		return // not on this platform: the peak alone is reported
+	}
+	metrics.Read(heapMetric)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.samples = append(s.samples, Sample{
+		T: time.Since(s.start).Seconds(), RSS: cur, Heap: heapMetric[0].Value.Uint64(), Gap: s.gap,
+	})
+	// A profile at every new high (by 1/16 at least, to bound their cost):
+	// the last one is the profile at the peak. Go's heap profile describes
+	// the heap as of the last completed cycle.
+	if s.profile && cur > s.profRSS+s.profRSS/16 {
+		s.profRSS = cur
+		s.prof.Reset()
+		if err := pprof.Lookup("heap").WriteTo(&s.prof, 0); err != nil {
+			s.prof.Reset()
+		}
+	}
+}
+
+// mark records whether the workload is in an idle gap from now on.
+func (s *sampler) mark(gap bool) {
+	s.mu.Lock()
+	s.gap = gap
+	s.mu.Unlock()
+}
+
+func (s *sampler) finish() []Sample {
+	close(s.stop)
+	<-s.done
+	return s.samples
+}
+
+// gcCycles reads the number of completed GC cycles.
+func gcCycles() uint64 {
+	m := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(m)
+	return m[0].Value.Uint64()
+}
+
+func cpuTimes() (user, sys float64) {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0
+	}
+	return time.Duration(ru.Utime.Nano()).Seconds(), time.Duration(ru.Stime.Nano()).Seconds()
+}
+
+// ChildMain runs the one workload described by specJSON (a ChildSpec) and
+// writes its RunResult where the spec says. It exits the process on error.
+func ChildMain(specJSON string) {
+	var spec ChildSpec
+	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
+		fmt.Fprintln(os.Stderr, "footprint child:", err)
+		os.Exit(2)
+	}
+	if spec.Profile != "" {
+		// Finer than the default 512 KiB, so that 16 KiB buffers show.
+		runtime.MemProfileRate = 64 << 10
+	}
+	res := runChild(spec)
+	b, err := json.Marshal(res)
+	if err == nil {
+		err = os.WriteFile(spec.Out, b, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "footprint child:", err)
+		os.Exit(1)
+	}
+}
+
+func runChild(spec ChildSpec) RunResult {
+	res := RunResult{Workload: spec.Workload, Stepping: spec.Stepping, GC: spec.GC}
+	w, ok := FindWorkload(spec.Workload)
+	if !ok {
+		res.Error = fmt.Sprintf("unknown workload %q", spec.Workload)
+		return res
+	}
+	st, closeStepper, err := stepper(spec.Stepping)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	u0, s0 := cpuTimes()
+	c0 := gcCycles()
+	smp := startSampler(spec.SampleEvery, spec.Profile != "")
+	t0 := time.Now()
+	wr, err := w.run(st, spec.Quick, smp.mark)
+	res.Wall = time.Since(t0).Seconds()
+	res.Samples = smp.finish()
+	closeStepper()
+	res.GCCycles = gcCycles() - c0
+	u1, s1 := cpuTimes()
+	res.CPUUser, res.CPUSys = u1-u0, s1-s0
+	if p, perr := rss.Peak(); perr == nil {
+		res.PeakRSS = p
+	}
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.OK, res.Check, res.Bytes = wr.OK, wr.Check, wr.Bytes
+	res.IdleSteps, res.IdleStepTime, res.Syscalls = wr.Loop.Steps, wr.Loop.StepTime.Seconds(), wr.Loop.Syscalls
+	res.LatencyKind, res.Latency = wr.LatencyKind, percentilesOf(wr.Latencies)
+	var gap []uint64
+	for _, s := range res.Samples {
+		if s.Gap {
+			gap = append(gap, s.RSS)
+		}
+	}
+	if len(gap) > 0 {
+		slices.Sort(gap)
+		res.GapRSS = gap[len(gap)/2]
+	}
+	if spec.Profile != "" {
+		if err := os.WriteFile(spec.Profile, smp.prof.Bytes(), 0o644); err != nil {
+			res.Error = err.Error()
+		}
+	}
+	return res
+}

@@ -1,0 +1,83 @@
+package lab
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/idlemux/idlemux/gcstep"
+)
+
+// A GCSetting is how the Go runtime's own collector is configured for a
+// run, through the child's environment.
+type GCSetting struct {
+	Name     string `json:"name"`     // "GOGC=100", "GOGC=off,GOMEMLIMIT=…"
+	GOGC     string `json:"gogc"`     // the GOGC value
+	MemLimit string `json:"memlimit"` // the GOMEMLIMIT value, or ""
+}
+
+// GCSettings returns the runtime configurations for a workload. GOGC=off
+// needs a memory limit to be usable at all; it is set per workload, a
+// little above what the workload keeps live, so that the limit, not the
+// machine, bounds the heap.
+func GCSettings(w Workload, quick bool) []GCSetting {
+	off := GCSetting{
+		Name:     "GOGC=off+" + w.MemLimit,
+		GOGC:     "off",
+		MemLimit: w.MemLimit,
+	}
+	if quick {
+		return []GCSetting{{Name: "GOGC=100", GOGC: "100"}, off}
+	}
+	return []GCSetting{
+		{Name: "GOGC=50", GOGC: "50"},
+		{Name: "GOGC=100", GOGC: "100"},
+		{Name: "GOGC=400", GOGC: "400"},
+		off,
+	}
+}
+
+// Steppings are the idle-stepping policies, in table order.
+var Steppings = []string{"off", "naive", "runtime"}
+
+// stepper returns the gcstep.Stepper for a stepping policy, nil for "off",
+// and a function that releases it.
+//
+//   - off: no stepper; the loop is a plain multiplexer.
+//   - naive: runtime.GC() at every idle moment, the obvious first try; it
+//     reports no more work, so the loop blocks after each cycle.
+//   - runtime: gcstep.NewRuntime with its defaults.
+func stepper(name string) (gcstep.Stepper, func(), error) {
+	switch name {
+	case "off":
+		return nil, func() {}, nil
+	case "naive":
+		return gcstep.Func(func(time.Duration) bool {
+			runtime.GC()
+			return false
+		}), func() {}, nil
+	case "runtime":
+		rt := gcstep.NewRuntime()
+		return rt, rt.Close, nil
+	}
+	return nil, nil, fmt.Errorf("unknown stepping policy %q", name)
+}
+
+// A ChildSpec tells a child process which run to make. The parent passes it
+// as JSON in the environment variable ChildEnv.
+type ChildSpec struct {
+	Workload string    `json:"workload"`
+	Stepping string    `json:"stepping"`
+	GC       GCSetting `json:"gc"`
+	Quick    bool      `json:"quick"`
+	// Out is where the child writes its RunResult as JSON.
+	Out string `json:"out"`
+	// Profile, if set, is where the child writes a heap profile taken
+	// at its peak RSS; such runs are not timed.
+	Profile string `json:"profile,omitempty"`
+	// SampleEvery is the RSS and heap sampling period.
+	SampleEvery time.Duration `json:"sample_every"`
+}
+
+// ChildEnv is the environment variable that makes the process a child.
+const ChildEnv = "IDLEMUX_FOOTPRINT_CHILD"

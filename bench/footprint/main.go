@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"github.com/idlemux/idlemux/bench/footprint/internal/lab"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.out, "out", "", "directory for results.json, charts and heap profiles (required)")
+	flag.BoolVar(&cfg.quick, "quick", false, "a reduced run that finishes in under a minute, for CI")
+	flag.IntVar(&cfg.rounds, "rounds", 0, "rounds of every configuration (default 3, 1 with -quick)")
+	flag.StringVar(&cfg.workloads, "workloads", "urandom,bursty,bigheap", "comma-separated workloads to run")
+	flag.DurationVar(&cfg.sample, "sample", 10*time.Millisecond, "RSS and heap sampling period")
+	flag.BoolVar(&cfg.profiles, "profiles", true, "also take heap profiles at peak for stepping off and runtime, and compare them")
+	flag.Parse()
+	if cfg.out == "" {
+		fmt.Fprintln(os.Stderr, "footprint: -out DIR is required")
+		os.Exit(2)
+	}
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "footprint:", err)
+		os.Exit(2)
+	}
+	rep, err := runLab(context.Background(), cfg, os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "footprint:", err)
+		os.Exit(1)
+	}
+	if !rep.allOK() {
+		fmt.Fprintln(os.Stderr, "footprint: some runs failed their checks (see the ok column)")
+		os.Exit(1)
+	}
+}
+
+// config is what the flags ask for.
+type config struct {
+	out       string
+	quick     bool
+	rounds    int
+	workloads string
+	sample    time.Duration
+	profiles  bool
+}
+
+func (c *config) validate() error {
+	if c.rounds == 0 {
+		c.rounds = 3
+		if c.quick {
+			c.rounds = 1
+		}
+	}
+	if c.rounds < 1 {
+		return errors.New("-rounds must be at least 1")
+	}
+	if c.sample <= 0 {
+		return errors.New("-sample must be positive")
+	}
+	for _, w := range c.list() {
+		if _, ok := lab.FindWorkload(w); !ok {
+			return fmt.Errorf("unknown workload %q", w)
+		}
+	}
+	return nil
+}
+
+func (c *config) list() []string {
+	var ws []string
+	for _, w := range strings.Split(c.workloads, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			ws = append(ws, w)
+		}
+	}
+	return ws
+}
+
+// report is results.json.
+type report struct {
+	Machine  machine         `json:"machine"`
+	Command  string          `json:"command"`
+	Started  time.Time       `json:"started"`
+	Duration float64         `json:"duration_seconds"`
+	Quick    bool            `json:"quick"`
+	Rounds   int             `json:"rounds"`
+	About    []about         `json:"workloads"`
+	Summary  []summary       `json:"summary"`
+	HeapDiff []heapDiff      `json:"heap_diff,omitempty"`
+	Runs     []lab.RunResult `json:"runs"`
+}
+
+type about struct {
+	Name  string `json:"name"`
+	About string `json:"about"`
+}
+
+type machine struct {
+	GOOS      string `json:"goos"`
+	GOARCH    string `json:"goarch"`
+	CPUs      int    `json:"cpus"`
+	GoVersion string `json:"go_version"`
+}
+
+func (r *report) allOK() bool {
+	for _, run := range r.Runs {
+		if !run.OK {
+			return false
+		}
+	}
+	return true
+}
+
+// childTimeout bounds one child run, so that a hung workload fails the lab
+// instead of hanging it.
+func childTimeout(quick bool) time.Duration {
+	if quick {
+		return time.Minute
+	}
+	return 5 * time.Minute
+}
+
+// childPkg is the command every run executes, built once per lab.
+const childPkg = "github.com/idlemux/idlemux/bench/footprint/child"
+
+// runLab builds the child command, runs every configuration in a child
+// process of its own, then writes results.json, the tables, the charts and
+// the heap comparison.
+func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*report, error) {
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "idlemux-footprint-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	exe := filepath.Join(tmp, "child")
+	build := exec.CommandContext(ctx, "go", "build", "-o", exe, childPkg)
+	build.Stdout, build.Stderr = progress, progress
+	if err := build.Run(); err != nil {
+		return nil, fmt.Errorf("building the child command: %w", err)
+	}
+
+	rep := &report{
+		Machine: machine{runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()},
+		Command: "go run ./bench/footprint " + strings.Join(os.Args[1:], " "),
+		Started: time.Now().UTC(),
+		Quick:   cfg.quick,
+		Rounds:  cfg.rounds,
+	}
+	var ws []lab.Workload
+	for _, name := range cfg.list() {
+		w, _ := lab.FindWorkload(name)
+		ws = append(ws, w)
+		rep.About = append(rep.About, about{w.Name, w.About(cfg.quick)})
+	}
+
+	child := func(spec lab.ChildSpec) lab.RunResult {
+		spec.Quick, spec.SampleEvery = cfg.quick, cfg.sample
+		spec.Out = filepath.Join(tmp, "result.json")
+		os.Remove(spec.Out)
+		res := lab.RunResult{Workload: spec.Workload, Stepping: spec.Stepping, GC: spec.GC}
+		b, _ := json.Marshal(spec)
+		cctx, cancel := context.WithTimeout(ctx, childTimeout(cfg.quick))
+		defer cancel()
+		cmd := exec.CommandContext(cctx, exe)
+		cmd.Env = append(childEnviron(), lab.ChildEnv+"="+string(b), "GOGC="+spec.GC.GOGC)
+		if spec.GC.MemLimit != "" {
+			cmd.Env = append(cmd.Env, "GOMEMLIMIT="+spec.GC.MemLimit)
+		}
+		cmd.Stdout, cmd.Stderr = progress, progress
+		if err := cmd.Run(); err != nil {
+			res.Error = fmt.Sprintf("child: %v", err)
+			return res
+		}
+		out, err := os.ReadFile(spec.Out)
+		if err == nil {
+			err = json.Unmarshal(out, &res)
+		}
+		if err != nil {
+			res.Error = fmt.Sprintf("child result: %v", err)
+		}
+		return res
+	}
+
+	t0 := time.Now()
+	for round := range cfg.rounds {
+		for _, w := range ws {
+			for _, gc := range lab.GCSettings(w, cfg.quick) {
+				// Rotate the order of the policies from round to
+				// round, so none always runs first.
+				order := slices.Clone(lab.Steppings)
+				for range round % len(order) {
+					order = append(order[1:], order[0])
+				}
+				for _, st := range order {
+					fmt.Fprintf(progress, "round %d/%d  %-8s %-24s stepping=%-8s", round+1, cfg.rounds, w.Name, gc.Name, st)
+					res := child(lab.ChildSpec{Workload: w.Name, Stepping: st, GC: gc})
+					res.Round = round
+					fmt.Fprintf(progress, " peak %6.1f MiB  wall %6.2fs  ok=%v %s\n", mib(res.PeakRSS), res.Wall, res.OK, res.Error)
+					rep.Runs = append(rep.Runs, res)
+				}
+			}
+		}
+	}
+	rep.Summary = summarise(rep.Runs)
+
+	if cfg.profiles {
+		for _, w := range ws {
+			gc := lab.GCSetting{Name: "GOGC=100", GOGC: "100"}
+			var paths [2]string
+			failed := false
+			for i, st := range []string{"off", "runtime"} {
+				paths[i] = filepath.Join(cfg.out, fmt.Sprintf("heap-%s-%s.pprof", w.Name, st))
+				fmt.Fprintf(progress, "heap profile at peak: %s stepping=%s\n", w.Name, st)
+				res := child(lab.ChildSpec{Workload: w.Name, Stepping: st, GC: gc, Profile: paths[i]})
+				if res.Error != "" || !res.OK {
+					fmt.Fprintf(progress, "  failed: %s %s\n", res.Error, res.Check)
+					failed = true
+				}
+			}
+			if failed {
+				continue
+			}
+			d, err := diffHeapProfiles(w.Name, paths[0], paths[1], 10)
+			if err != nil {
+				return nil, err
+			}
+			rep.HeapDiff = append(rep.HeapDiff, d)
+		}
+	}
+	rep.Duration = time.Since(t0).Seconds()
+
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.out, "results.json"), b, 0o644); err != nil {
+		return nil, err
+	}
+	writeTables(stdout, rep)
+	if err := drawCharts(cfg.out, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// childEnviron is this process's environment without the variables the
+// lab sets per run.
+func childEnviron() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "GOGC" || k == "GOMEMLIMIT" || k == lab.ChildEnv {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
