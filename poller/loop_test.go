@@ -562,3 +562,35 @@ func TestLoopStepsWhileIdle(t *testing.T) {
 	assert.EqualValues(t, 6, s.ZeroPolls, "one poll first, one after every step")
 	assert.EqualValues(t, 1, s.BlockingPolls)
 }
+
+func TestLoopHighFD(t *testing.T) {
+	// An fd at FD_SETSIZE or above: epoll and poll watch it, select refuses
+	// it with an error naming it, before any system call touches an fd_set.
+	p := newPipe(t)
+	high, err := unix.FcntlInt(uintptr(p.r), unix.F_DUPFD_CLOEXEC, unix.FD_SETSIZE+100)
+	if err != nil {
+		t.Skipf("cannot dup above FD_SETSIZE (RLIMIT_NOFILE too low?): %v", err)
+	}
+	defer unix.Close(high)
+	p.write(p.w, "x")
+	forEachBackend(t, func(t *testing.T, b poller.Backend) {
+		l := newLoop(t, poller.WithBackend(b))
+		calls := 0
+		err := l.Add(high, poller.Read, func(int, poller.Events) { calls++ })
+		if b == poller.BackendSelect {
+			require.ErrorIs(t, err, poller.ErrFDRange)
+			assert.Contains(t, err.Error(), itoa(high))
+			return
+		}
+		require.NoError(t, err)
+		n, err := l.RunOnce(5 * time.Second)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		assert.Equal(t, 1, calls)
+
+		m := poller.New(poller.WithBackend(b))
+		ev, err := m.WaitFD(high, poller.Read, 5*time.Second)
+		require.NoError(t, err)
+		assert.Equal(t, poller.Read, ev)
+	})
+}
