@@ -12,11 +12,12 @@
 //
 // Compare builds the benchmark binary once, then runs the two sides
 // alternately, one benchmark at a time, for several rounds, so that a noisy
-// machine disturbs both sides alike. Medians, 95% confidence intervals,
-// changes and p-values are benchstat's (golang.org/x/perf/cmd/benchstat, run
-// through `go run` at the x/perf version go.mod requires); a change of "~"
-// means the difference is not significant at α = 0.05. The speedup ratio is
-// the old median over the new one.
+// machine disturbs both sides alike. Results are read with
+// golang.org/x/perf/benchfmt and summarised with golang.org/x/perf/benchmath
+// exactly as benchstat summarises time/op: the median, its 95% confidence
+// interval with no distributional assumption, and a Mann-Whitney U test; a
+// change of "~" means the difference is not significant at α = 0.05. The
+// speedup ratio is the old median over the new one.
 //
 // Usage:
 //
@@ -34,7 +35,6 @@
 //	-bench regexp
 //		which benchmarks to consider (default ".")
 //	-keep dir
-//		keep each comparison's inputs to benchstat (dir/KEY/old.txt and
-//		new.txt, the benchmarks renamed to their rows) and benchstat's own
-//		text output (dir/KEY/benchstat.txt)
+//		keep each comparison's two sides in dir/KEY/old.txt and new.txt,
+//		the benchmarks renamed to their rows, ready for benchstat
 package main

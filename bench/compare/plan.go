@@ -1,13 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/perf/benchfmt"
 )
 
 // A comparison is one configuration key and which of its values form the
@@ -55,34 +56,27 @@ type benchName []string
 
 func (n benchName) String() string { return strings.Join(n, "/") }
 
-// A result is one benchmark line: its name and its values by unit.
+// A result is one benchmark result and its parsed name.
 type result struct {
-	name   benchName
-	iters  string
-	values []string // value, unit, value, unit…
+	name benchName
+	res  *benchfmt.Result
 }
 
-// parseResults reads the result lines of `go test -bench` output, the
-// lines that start with "Benchmark" followed by an iteration count, and
-// skips everything else. The statistics are benchstat's; this only finds
-// the lines.
+// parseResults reads `go test -bench` output with benchfmt and returns its
+// results, skipping everything else.
 func parseResults(out []byte) []result {
 	var rs []result
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 4 || len(f)%2 != 0 || !strings.HasPrefix(f[0], "Benchmark") {
-			continue
+	r := benchfmt.NewReader(bytes.NewReader(out), "bench")
+	for r.Scan() {
+		if res, ok := r.Result().(*benchfmt.Result); ok {
+			rs = append(rs, result{parseName(string(res.Name)), res.Clone()})
 		}
-		if _, err := strconv.Atoi(f[1]); err != nil {
-			continue
-		}
-		rs = append(rs, result{name: parseName(f[0]), iters: f[1], values: f[2:]})
 	}
 	return rs
 }
 
-// parseName splits a full benchmark name, BenchmarkMutex/impl=gvl/goroutines=2-2.
+// parseName splits a full benchmark name, Mutex/impl=gvl/goroutines=2-2
+// (with or without the Benchmark prefix).
 func parseName(full string) benchName {
 	full = strings.TrimPrefix(full, "Benchmark")
 	if i := strings.LastIndexByte(full, '-'); i > 0 {

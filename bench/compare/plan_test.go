@@ -91,27 +91,19 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-func TestSecPerOp(t *testing.T) {
-	csv := []byte(`,old.txt,,new.txt,,,
-,sec/op,CI,sec/op,CI,vs base,P
-Pass,3.035e-07,1%,6.35e-08,4%,-79.08%,p=0.002 n=6
-Mutex/goroutines=2,2.35e-08,11%,2.35e-08,11%,~,p=1.000 n=6
-geomean,8.44e-08,,3.86e-08,,-54.26%,
-
-,old.txt,,new.txt,,,
-,B/op,CI,B/op,CI,vs base,P
-Pass,0,0%,0,0%,~,p=1.000 n=6
-`)
-	got, err := secPerOp(csv)
-	if err != nil {
-		t.Fatal(err)
+func TestCompareRow(t *testing.T) {
+	old := []float64{3.01e-7, 3.02e-7, 3.03e-7, 3.04e-7, 3.05e-7, 3.06e-7}
+	nw := []float64{6.1e-8, 6.2e-8, 6.3e-8, 6.4e-8, 6.5e-8, 6.6e-8}
+	st := compareRow("Pass", old, nw)
+	if st.old.Center < 3.03e-7 || st.old.Center > 3.04e-7 || st.new.Center < 6.3e-8 || st.new.Center > 6.4e-8 {
+		t.Errorf("medians %g, %g; want between the middle samples", st.old.Center, st.new.Center)
 	}
-	want := []stat{
-		{"Pass", 3.035e-07, 6.35e-08, "1%", "4%", "-79.08%", "p=0.002 n=6"},
-		{"Mutex/goroutines=2", 2.35e-08, 2.35e-08, "11%", "11%", "~", "p=1.000 n=6"},
+	if st.delta == "~" || !(st.cmp.P < st.cmp.Alpha) {
+		t.Errorf("disjoint samples: delta %q, p %v; want a significant change", st.delta, st.cmp.P)
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("got %v, want %v", got, want)
+	same := compareRow("Same", old, old)
+	if same.delta != "~" {
+		t.Errorf("identical samples: delta %q, want ~", same.delta)
 	}
 }
 

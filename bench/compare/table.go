@@ -1,153 +1,82 @@
 package main
 
 import (
-	"bytes"
-	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchmath"
 )
 
-// benchstatCmd is benchstat at the x/perf version go.mod requires, run
-// through `go run` as CI runs staticcheck. The benchstat library packages
-// (benchmath, and benchfmt through it) need modules this module does not
-// require, so compare leaves the statistics to the command.
-const benchstatCmd = "golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da"
-
 // samples collects benchmark results by full benchmark name.
-type samples map[string][]result
+type samples map[string][]*benchfmt.Result
 
 func newSamples() samples { return samples{} }
 
-// add records every result line of a benchmark run.
+// add records every result of a benchmark run.
 func (s samples) add(out []byte) {
 	for _, r := range parseResults(out) {
 		n := r.name.String()
-		s[n] = append(s[n], r)
+		s[n] = append(s[n], r.res)
 	}
 }
 
-// sideFiles writes the two sides of every row, renamed to the row's name,
-// to old.txt and new.txt in dir, in the standard benchmark format.
-func sideFiles(dir string, p plan, s samples) (old, nw string, err error) {
-	var bufs [2]bytes.Buffer
-	for _, r := range p.rows {
-		for i, full := range []string{r.old, r.new} {
-			for _, res := range s[full] {
-				fmt.Fprintf(&bufs[i], "Benchmark%s %s %s\n", r.name, res.iters, strings.Join(res.values, " "))
-			}
+// secPerOp returns the time per operation of every result.
+func secPerOp(rs []*benchfmt.Result) []float64 {
+	var v []float64
+	for _, r := range rs {
+		if x, ok := r.Value("sec/op"); ok {
+			v = append(v, x)
 		}
 	}
-	old, nw = filepath.Join(dir, "old.txt"), filepath.Join(dir, "new.txt")
-	if err := os.WriteFile(old, bufs[0].Bytes(), 0o644); err != nil {
-		return "", "", err
-	}
-	return old, nw, os.WriteFile(nw, bufs[1].Bytes(), 0o644)
+	return v
 }
 
-// benchstat runs benchstat on the two files with the given output format.
-func benchstat(format, old, nw string) ([]byte, error) {
-	cmd := exec.Command("go", "run", benchstatCmd, "-format", format, old, nw)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("running benchstat: %w", err)
-	}
-	return out, nil
-}
-
-// A stat is benchstat's sec/op line for one row.
+// A stat is one row's comparison.
 type stat struct {
-	name             string
-	old, new         float64 // medians, seconds
-	oldCI, newCI     string
-	vsBase, pAndSize string
+	name           string
+	old, new       benchmath.Summary
+	cmp            benchmath.Comparison
+	oldCI, newCI   string
+	delta, pAndLen string
 }
 
-// secPerOp reads the sec/op table from benchstat's CSV output.
-func secPerOp(out []byte) ([]stat, error) {
-	r := csv.NewReader(bytes.NewReader(out))
-	r.FieldsPerRecord = -1
-	recs, err := r.ReadAll()
-	if err != nil {
-		return nil, err
-	}
-	var stats []stat
-	in := false
-	for _, rec := range recs {
-		if len(rec) < 7 {
-			continue
-		}
-		switch {
-		case rec[0] == "" && rec[1] == "sec/op":
-			in = true
-			continue
-		case rec[0] == "":
-			if in {
-				return stats, nil
-			}
-			continue
-		case !in || rec[0] == "geomean":
-			continue
-		}
-		old, err1 := strconv.ParseFloat(rec[1], 64)
-		nw, err2 := strconv.ParseFloat(rec[3], 64)
-		if err1 != nil || err2 != nil {
-			continue // a row benchstat could not summarise
-		}
-		stats = append(stats, stat{rec[0], old, nw, rec[2], rec[4], rec[5], rec[6]})
-	}
-	return stats, nil
+// thresholds are benchstat's: α = 0.05.
+var thresholds = benchmath.DefaultThresholds
+
+// compareRow summarises both sides of a row as benchstat does for sec/op:
+// the median and its 95% confidence interval, no distributional assumption,
+// and a Mann-Whitney U test between the sides.
+func compareRow(name string, old, nw []float64) stat {
+	so := benchmath.NewSample(old, &thresholds)
+	sn := benchmath.NewSample(nw, &thresholds)
+	a := benchmath.AssumeNothing
+	st := stat{name: name, old: a.Summary(so, 0.95), new: a.Summary(sn, 0.95), cmp: a.Compare(so, sn)}
+	st.oldCI, st.newCI = st.old.PctRangeString(), st.new.PctRangeString()
+	st.delta = st.cmp.FormatDelta(st.old.Center, st.new.Center)
+	st.pAndLen = st.cmp.String()
+	return st
 }
 
 // writeTable prints one comparison: each row's median time on both sides
 // with its 95% confidence interval, the speedup ratio old/new (greater
-// than 1 when the new side is faster), and benchstat's change and p-value;
-// "~" means the difference is not significant at α = 0.05.
+// than 1 when the new side is faster), and the change and p-value as
+// benchstat reports them; "~" means the difference is not significant at
+// α = 0.05. With keep, the sides are also written, renamed to their rows,
+// to keep/KEY/old.txt and new.txt, for benchstat itself.
 func writeTable(w io.Writer, c comparison, p plan, s samples, rounds int, keep string) error {
-	dir, err := os.MkdirTemp("", "idlemux-benchstat-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
 	if keep != "" {
-		dir = filepath.Join(keep, c.key)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := keepSides(filepath.Join(keep, c.key), p, s); err != nil {
 			return err
 		}
 	}
-	old, nw, err := sideFiles(dir, p, s)
-	if err != nil {
-		return err
-	}
-	out, err := benchstat("csv", old, nw)
-	if err != nil {
-		return err
-	}
-	stats, err := secPerOp(out)
-	if err != nil {
-		return err
-	}
-	if keep != "" {
-		text, err := benchstat("text", old, nw)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, "benchstat.txt"), text, 0o644); err != nil {
-			return err
-		}
-	}
-	baseline := map[string]string{}
-	for _, r := range p.rows {
-		baseline[r.name] = r.oldValue
-	}
-
-	fmt.Fprintf(w, "%s: time/op, median of %d interleaved rounds ± 95%% CI (benchstat)\n", c.title, rounds)
+	fmt.Fprintf(w, "%s: time/op, median of %d interleaved rounds ± 95%% CI (benchmath, as benchstat)\n", c.title, rounds)
 	fmt.Fprintf(w, "speedup ratio: compare with the result of %s (greater is better)\n\n", c.oldLabel)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := fmt.Sprintf("name\t%s\t%s\tspeedup ratio\tvs base\tp\n", c.oldLabel, c.newLabel)
@@ -155,13 +84,20 @@ func writeTable(w io.Writer, c comparison, p plan, s samples, rounds int, keep s
 		head = "name\tbaseline impl\t" + strings.TrimPrefix(head, "name\t")
 	}
 	fmt.Fprint(tw, head)
-	for _, st := range stats {
-		fmt.Fprintf(tw, "%s\t", st.name)
+	for _, r := range p.rows {
+		old, nw := secPerOp(s[r.old]), secPerOp(s[r.new])
+		fmt.Fprintf(tw, "%s\t", r.name)
 		if c.key == "impl" {
-			fmt.Fprintf(tw, "%s\t", baseline[st.name])
+			fmt.Fprintf(tw, "%s\t", r.oldValue)
 		}
+		if len(old) == 0 || len(nw) == 0 {
+			fmt.Fprintln(tw, "(no data)")
+			continue
+		}
+		st := compareRow(r.name, old, nw)
 		fmt.Fprintf(tw, "%s ± %s\t%s ± %s\t%.3f\t%s\t%s\n",
-			seconds(st.old), st.oldCI, seconds(st.new), st.newCI, st.old/st.new, st.vsBase, st.pAndSize)
+			seconds(st.old.Center), st.oldCI, seconds(st.new.Center), st.newCI,
+			st.old.Center/st.new.Center, st.delta, st.pAndLen)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -170,9 +106,40 @@ func writeTable(w io.Writer, c comparison, p plan, s samples, rounds int, keep s
 	return nil
 }
 
+// keepSides writes the two sides of every row, renamed to the row's name,
+// to dir/old.txt and dir/new.txt in the standard benchmark format.
+func keepSides(dir string, p plan, s samples) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i, file := range []string{"old.txt", "new.txt"} {
+		f, err := os.Create(filepath.Join(dir, file))
+		if err != nil {
+			return err
+		}
+		bw := benchfmt.NewWriter(f)
+		for _, r := range p.rows {
+			for _, res := range s[[]string{r.old, r.new}[i]] {
+				res = res.Clone()
+				res.Name = benchfmt.Name(r.name)
+				if err := bw.Write(res); err != nil {
+					f.Close()
+					return err
+				}
+			}
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // seconds formats a duration given in seconds: 1.23µs.
 func seconds(v float64) string {
 	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "?"
 	case v >= 1:
 		return strconv.FormatFloat(v, 'f', 3, 64) + "s"
 	case v >= 1e-3:
