@@ -23,8 +23,8 @@ var steppingColor = map[string]color.Color{
 	"runtime": color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 }
 
-// gcShape gives every GC setting a glyph in the peak-vs-wall chart.
-var gcShapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
+// gcShapes give every GC setting a glyph in the peak-vs-wall chart.
+var gcShapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
 
 // drawCharts writes, for every workload, rss-WORKLOAD and
 // peak-vs-wall-WORKLOAD as PNG and SVG into dir.
@@ -65,8 +65,15 @@ func rssChart(dir, workload string, rep *report) error {
 		p.Y.Label.Text = "RSS (MiB)"
 		p.Y.Min = 0
 		p.Add(plotter.NewGrid())
+		// The legend sits at the top; leave it room above the lines.
 		p.Legend.Top = true
-		p.Legend.Left = true
+		var top float64
+		for _, r := range rep.Runs {
+			if r.Workload == workload && r.GC.Name == gc && r.Round == 0 {
+				top = max(top, mib(r.PeakRSS))
+			}
+		}
+		p.Y.Max = top * 1.4
 		for _, st := range lab.Steppings {
 			for _, r := range rep.Runs {
 				if r.Workload != workload || r.GC.Name != gc || r.Stepping != st || r.Round != 0 || len(r.Samples) == 0 {
@@ -108,12 +115,19 @@ func rssChart(dir, workload string, rep *report) error {
 // median wall time: lower left is better.
 func peakWallChart(dir, workload string, rep *report) error {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: peak RSS against wall time (medians; lower left is better)", workload)
+	p.Title.Text = fmt.Sprintf("%s: peak RSS against wall time (medians; lower left is better; shape: GC setting)", workload)
 	p.X.Label.Text = "wall time (s)"
 	p.Y.Label.Text = "peak RSS (MiB)"
 	p.Y.Min, p.X.Min = 0, 0
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
+	// Room on the right and at the top for the labels and the legend.
+	for _, s := range rep.Summary {
+		if s.Workload == workload {
+			p.X.Max = max(p.X.Max, s.Wall*1.3)
+			p.Y.Max = max(p.Y.Max, mib(s.PeakRSS)*1.15)
+		}
+	}
 	gcIndex := map[string]int{}
 	for _, st := range lab.Steppings {
 		var xy plotter.XYs
@@ -137,6 +151,7 @@ func peakWallChart(dir, workload string, rep *report) error {
 		if err != nil {
 			return err
 		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: steppingColor[st], Radius: vg.Points(4), Shape: draw.CircleGlyph{}}
 		sc.GlyphStyleFunc = func(i int) draw.GlyphStyle {
 			return draw.GlyphStyle{Color: steppingColor[st], Radius: vg.Points(4), Shape: shapes[i]}
 		}
