@@ -10,9 +10,11 @@
 // benchstat and the compare command can line them up:
 //
 //	impl=gvl       the idlemux version: goroutines taking turns on a gvl.Lock
-//	impl=mutex     the plain-Go baseline a Go programmer would write instead
-//	impl=chan      (sync.Mutex, channels, sync.Cond, os.File reads…)
-//	step=off|on    idle stepping through the poller off or on
+//	impl=mutex     the plain-Go baseline a Go programmer would write instead:
+//	impl=chan        a sync.Mutex, channels, a sync.Cond, or blocking
+//	impl=cond        os.File reads served by Go's own netpoller
+//	impl=os
+//	step=off|on    idle stepping (gcstep.NewRuntime) through the poller off or on
 //	depth=N        stack depth of the goroutine that does the work
 //	goroutines=N   how many goroutines contend
 //
