@@ -231,7 +231,8 @@ func TestStepsNeverOverrun(t *testing.T) {
 	for i, at := range st.starts {
 		assert.LessOrEqual(t, st.budgets[i], budget)
 		// Each step starts with at least a budget left before the deadline.
-		assert.False(t, at.Add(budget).After(start.Add(timeout)),
+		// (The call fixed its deadline a little after start: allow for it.)
+		assert.False(t, at.Add(budget).After(start.Add(timeout+time.Millisecond)),
 			"step %d started %v after the call, with less than %v left", i, at.Sub(start), budget)
 	}
 	assert.Less(t, elapsed, timeout+slack)
