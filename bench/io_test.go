@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -60,6 +61,8 @@ type waiter func(fd int) error
 type ioCounts struct {
 	syscalls int // reads and writes, EAGAINs included
 	again    int // reads that found nothing and waited
+	// rtts are the pinger's round-trip times, when it was asked to keep them.
+	rtts []time.Duration
 }
 
 // bounce runs one side of the ping-pong n times: the pinger writes a byte
@@ -108,15 +111,20 @@ func bounce(in, out int, n int, ping, selectFirst bool, wait waiter) (c ioCounts
 			return nil
 		}
 	}
+	if ping {
+		c.rtts = make([]time.Duration, 0, n)
+	}
 	for i := range n {
 		v := byte(i)
 		if ping {
+			t0 := time.Now()
 			if err := write(v); err != nil {
 				return c, err
 			}
 			if err := read(); err != nil {
 				return c, err
 			}
+			c.rtts = append(c.rtts, time.Since(t0))
 			if b[0] != v {
 				return c, fmt.Errorf("bench: round %d: echo %d, want %d", i, b[0], v)
 			}
@@ -134,9 +142,10 @@ func bounce(in, out int, n int, ping, selectFirst bool, wait waiter) (c ioCounts
 
 // pingPongResult is what a ping-pong of n round trips did, for the metrics.
 type pingPongResult struct {
-	io    ioCounts     // both sides' own reads and writes
+	io    ioCounts     // both sides' own reads and writes, the pinger's round trips
 	mux   poller.Stats // the poller's counters over the run
 	steps uint64       // idle steps taken
+	lock  gvl.Stats    // the lock's counters over the run
 }
 
 // pingPongGVL bounces a byte n times between two goroutines sharing a
@@ -198,25 +207,26 @@ func pingPongGVL(n int, useSelect, step bool, backend poller.Backend) (pingPongR
 		}()
 	}
 	wg.Wait()
-	res.io = ioCounts{counts[0].syscalls + counts[1].syscalls, counts[0].again + counts[1].again}
+	res.io = ioCounts{counts[0].syscalls + counts[1].syscalls, counts[0].again + counts[1].again, counts[0].rtts}
 	res.mux = m.Stats()
 	res.steps = res.mux.Steps
+	res.lock = l.Stats()
 	return res, errors.Join(errs[0], errs[1])
 }
 
 // pingPongOS is the same ping-pong as a Go programmer writes it: two
 // goroutines, blocking os.File reads and writes on two os.Pipe pairs, no
 // lock; Go's netpoller does the waiting.
-func pingPongOS(n int) error {
+func pingPongOS(n int) ([]time.Duration, error) {
 	ar, aw, err := os.Pipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer ar.Close()
 	defer aw.Close()
 	br, bw, err := os.Pipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer br.Close()
 	defer bw.Close()
@@ -236,19 +246,33 @@ func pingPongOS(n int) error {
 		done <- nil
 	}()
 	var b [1]byte
+	rtts := make([]time.Duration, 0, n)
 	for i := range n {
 		b[0] = byte(i)
+		t0 := time.Now()
 		if _, err := aw.Write(b[:]); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := br.Read(b[:]); err != nil {
-			return err
+			return nil, err
 		}
+		rtts = append(rtts, time.Since(t0))
 		if b[0] != byte(i) {
-			return fmt.Errorf("bench: round %d: echo %d, want %d", i, b[0], byte(i))
+			return nil, fmt.Errorf("bench: round %d: echo %d, want %d", i, b[0], byte(i))
 		}
 	}
-	return <-done
+	return rtts, <-done
+}
+
+// reportPercentiles reports the median and 99th percentile round trip:
+// a mean would hide whether every round trip is slow or a few are very slow.
+func reportPercentiles(b *testing.B, rtts []time.Duration) {
+	if len(rtts) == 0 {
+		return
+	}
+	slices.Sort(rtts)
+	b.ReportMetric(float64(rtts[len(rtts)/2]), "p50-ns")
+	b.ReportMetric(float64(rtts[len(rtts)*99/100]), "p99-ns")
 }
 
 func benchPingPong(b *testing.B, useSelect bool) {
@@ -268,13 +292,19 @@ func benchPingPong(b *testing.B, useSelect bool) {
 			b.ReportMetric(float64(res.io.syscalls)/n, "rw-syscalls/op")
 			b.ReportMetric(float64(res.mux.BlockingPolls)/n, "blocking-polls/op")
 			b.ReportMetric(float64(res.steps)/n, "steps/op")
+			// Acquisitions that had to queue: each is a goroutine
+			// parked and woken again, the handoff a Ruby thread pays too.
+			b.ReportMetric(float64(res.lock.Contended)/n, "lock-waits/op")
+			reportPercentiles(b, res.io.rtts)
 		})
 	}
 	b.Run("impl=os", func(b *testing.B) {
 		b.ReportAllocs()
-		if err := pingPongOS(b.N); err != nil {
+		rtts, err := pingPongOS(b.N)
+		if err != nil {
 			b.Fatal(err)
 		}
+		reportPercentiles(b, rtts)
 	})
 }
 
@@ -308,6 +338,9 @@ func TestPingPong(t *testing.T) {
 					if res.io.syscalls < 4*n {
 						t.Errorf("%d reads and writes for %d round trips, want at least %d", res.io.syscalls, n, 4*n)
 					}
+					if len(res.io.rtts) != n {
+						t.Errorf("%d round trips timed, want %d", len(res.io.rtts), n)
+					}
 					if useSelect && res.mux.Syscalls < 2*n {
 						t.Errorf("%d poller calls for %d round trips, want at least %d", res.mux.Syscalls, n, 2*n)
 					}
@@ -315,8 +348,8 @@ func TestPingPong(t *testing.T) {
 			}
 		}
 	}
-	if err := pingPongOS(n); err != nil {
-		t.Errorf("os: %v", err)
+	if rtts, err := pingPongOS(n); err != nil || len(rtts) != n {
+		t.Errorf("os: %d round trips, error %v; want %d", len(rtts), err, n)
 	}
 }
 
