@@ -107,6 +107,10 @@ func (l *Loop) Backend() Backend { return l.backend }
 // fd by itself only once every duplicate of it is closed, and select and
 // poll report it Invalid (after which the Loop drops it).
 //
+// Any fd poll(2) accepts works: pipes, sockets, ttys, eventfds. Epoll
+// refuses regular files and directories (EPERM), which are always ready:
+// read them directly, or use the poll backend.
+//
 // Errors: ErrFDRange for a negative fd (or one select cannot hold),
 // ErrRegistered if fd is already watched, the system call's error for an fd
 // that is not open, ErrClosed after Close.

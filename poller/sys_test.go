@@ -197,3 +197,76 @@ func TestIdleOrder(t *testing.T) {
 type stepFunc func(time.Duration) bool
 
 func (f stepFunc) Step(d time.Duration) bool { return f(d) }
+
+func TestFaultLoopSpuriousWakeups(t *testing.T) {
+	// Waits that return early with nothing, or with EINTR, every other
+	// call: the Loop neither returns before its timeout nor loses the byte
+	// written meanwhile.
+	for _, b := range Backends() {
+		t.Run(b.String(), func(t *testing.T) {
+			calls := 0
+			fault := func() error {
+				calls++
+				switch calls % 3 {
+				case 1:
+					return unix.EINTR
+				case 2:
+					return errSpurious
+				}
+				return nil
+			}
+			real := sys
+			withSys(t, func(s *sysTable) {
+				s.poll = func(fds []unix.PollFd, d time.Duration) (int, error) {
+					if err := fault(); err != nil {
+						return spurious(err)
+					}
+					return real.poll(fds, d)
+				}
+				s.sel = func(n int, r, w, e *unix.FdSet, d time.Duration) (int, error) {
+					if err := fault(); err != nil {
+						return spurious(err)
+					}
+					return real.sel(n, r, w, e, d)
+				}
+				faultEpoll(s, &real, fault)
+			})
+			r, w := testPipe(t)
+			l, err := NewLoop(WithBackend(b))
+			require.NoError(t, err)
+			defer l.Close()
+			got := 0
+			require.NoError(t, l.Add(r, Read, func(fd int, _ Events) {
+				var buf [8]byte
+				n, _ := unix.Read(fd, buf[:])
+				got += n
+			}))
+			start := time.Now()
+			n, err := l.RunOnce(20 * time.Millisecond)
+			require.NoError(t, err)
+			assert.Zero(t, n)
+			assert.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+
+			_, err = unix.Write(w, []byte("x"))
+			require.NoError(t, err)
+			for i := 0; i < 10 && got == 0; i++ {
+				_, err = l.RunOnce(time.Second)
+				require.NoError(t, err)
+			}
+			assert.Equal(t, 1, got)
+			s := l.Stats()
+			assert.NotZero(t, s.Restarts)
+			assert.NotZero(t, s.Spurious)
+		})
+	}
+}
+
+// errSpurious asks spurious for an early return with nothing ready.
+var errSpurious = errors.New("spurious")
+
+func spurious(err error) (int, error) {
+	if err == errSpurious {
+		return 0, nil
+	}
+	return 0, err
+}
