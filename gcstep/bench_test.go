@@ -168,3 +168,23 @@ func BenchmarkStepCPUCap(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPacerCalls is what a background cycle's pacer nudge costs the
+// caller: debug.SetGCPercent (and, for comparison, debug.SetMemoryLimit)
+// take the heap lock and recompute the pacer, without stopping the world.
+func BenchmarkPacerCalls(b *testing.B) {
+	b.Run("SetGCPercent", func(b *testing.B) {
+		old := debug.SetGCPercent(100)
+		defer debug.SetGCPercent(old)
+		for i := 0; b.Loop(); i++ {
+			debug.SetGCPercent(100 + i&1)
+		}
+	})
+	b.Run("SetMemoryLimit", func(b *testing.B) {
+		old := debug.SetMemoryLimit(-1)
+		defer debug.SetMemoryLimit(old)
+		for i := 0; b.Loop(); i++ {
+			debug.SetMemoryLimit(1<<40 + int64(i&1))
+		}
+	})
+}

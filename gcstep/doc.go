@@ -5,4 +5,26 @@
 // calls at every idle moment: one bounded unit of work, and an honest answer
 // to "would calling again now do anything?". Steppers compose with Chain and
 // adapt plain functions with Func.
+//
+// NewRuntime returns the Stepper over Go's own collector. Go has no API for
+// part of a cycle (Ruby's rb_gc_step finished the cycle in progress), so
+// the Runtime stepper is a policy: at each idle moment it decides, from a
+// few runtime/metrics samples, whether a whole cycle pays for itself now,
+// and whether to run it inline, start it in the background or leave it to
+// the runtime's pacer. The rules, their defaults and the measurements
+// behind them are documented on Runtime and on each Option.
+//
+// A typical event loop:
+//
+//	rt := gcstep.NewRuntime()
+//	for {
+//		n := poll(fds, 0) // zero timeout: never blocks
+//		for n == 0 && rt.Step(time.Millisecond) {
+//			n = poll(fds, 0)
+//		}
+//		if n == 0 {
+//			n = poll(fds, -1) // nothing ready, nothing to collect: block
+//		}
+//		// handle the ready fds
+//	}
 package gcstep

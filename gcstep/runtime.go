@@ -22,7 +22,11 @@ import (
 //     live heap, scaled by a factor learnt from the cycles it timed) and
 //     runs the cycle inline, with runtime.GC, only when the estimate fits
 //     in nine tenths of the budget (V8's idle-time handler plans the same
-//     way, with a margin because estimates are noisy).
+//     way, with a margin because estimates are noisy). runtime.GC is
+//     dearer to its caller than an automatic cycle: it waits for the mark
+//     phase, then sweeps every span itself, work the runtime otherwise
+//     spreads over later allocations. On an idle caller that is the point:
+//     the memory is free before the next burst allocates.
 //  4. A cycle that does not fit is started in the background (see
 //     WithBackground): the pacer is lowered so the runtime starts a
 //     concurrent cycle at the next allocation, and restored when it ends.
@@ -204,17 +208,19 @@ func (rt *Runtime) collect(budget, now time.Duration) (more bool) {
 	if garbage < rt.threshold() {
 		return false
 	}
-	if budget <= 0 {
-		return true // a cycle is due; this step may not run it
-	}
 	rt.refill(now)
 	est := rt.estimate(rt.r.live, now)
 	// A cycle larger than the whole bucket may run when the bucket is
 	// full; the debt it leaves is paid back before the next one.
 	need := min(est, rt.capacity())
 	if rt.tokens < need {
-		rt.stats.DeclinedCap++
+		if budget > 0 {
+			rt.stats.DeclinedCap++
+		}
 		return false
+	}
+	if budget <= 0 {
+		return true // a cycle is due and allowed; this step may not run it
 	}
 	if float64(est) <= planFactor*float64(budget) {
 		rt.inline(garbage, now)

@@ -356,3 +356,15 @@ func TestOptionsInRangeAccepted(t *testing.T) {
 	equal(t, "background", rt.cfg.background, false)
 	equal(t, "release delay", rt.cfg.releaseDelay, 0)
 }
+
+func TestZeroBudgetHonestAboutTheCap(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(0.001)) // bucket: 1 ms
+	w.gcCost = 5 * ms
+	w.alloc(mib)
+	rt.Step(ms)
+	mustEqual(t, "inline cycles", w.gcs, 1)
+	w.alloc(mib)
+	equal(t, "more while the cap is spent", rt.Step(0), false)
+	w.t += 10 * time.Second
+	equal(t, "more once the cap allows", rt.Step(0), true)
+}
