@@ -190,7 +190,8 @@ func runURandom(st gcstep.Stepper, quick bool, _ func(bool)) (workResult, error)
 		// String read returned: without it the compiler proves the
 		// buffer does not escape and puts it on the stack, and the
 		// demo makes no garbage at all.
-		last []byte
+		last  []byte
+		spare []byte
 	)
 	for range urandomReaders {
 		fd, err := unix.Dup(r)
@@ -200,11 +201,20 @@ func runURandom(st gcstep.Stepper, quick bool, _ func(bool)) (workResult, error)
 		}
 		fds = append(fds, fd)
 		if err := loop.Add(fd, poller.Read, func(fd int, _ poller.Events) {
-			buf := make([]byte, urandomChunk)
+			buf := spare
+			if buf == nil {
+				buf = make([]byte, urandomChunk)
+			}
+			spare = nil
 			n, err := unix.Read(fd, buf)
 			switch {
 			case err == unix.EAGAIN || err == unix.EINTR:
-				return // another dup took the data
+				// Another dup took the data: keep the buffer for
+				// the next read, so that there is one chunk of
+				// garbage per read that returns data, as with
+				// Ruby's read(16384).
+				spare = buf
+				return
 			case err != nil:
 				readErr = os.NewSyscallError("read", err)
 				cancel()
