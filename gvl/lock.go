@@ -37,10 +37,10 @@ const (
 type Lock struct {
 	// state is the lock word described above.
 	state atomic.Int64
-	// yieldReq is raised, with mu held, by the head waiter once the holder
-	// has kept the lock a timeslice past the moment the waiter started
-	// waiting; it is cleared, with mu held, whenever the lock changes hands
-	// on the slow path or the queue empties. ShouldYield reads it alone.
+	// yieldReq is raised, with mu held, by the head waiter's timer once the
+	// holder has kept the lock for a timeslice while that waiter was at the
+	// head of the queue; it is cleared, with mu held, at every handoff and
+	// when the queue empties. ShouldYield reads it alone.
 	yieldReq atomic.Bool
 
 	// slice and hook are set by New and never change afterwards.
@@ -56,15 +56,17 @@ type Lock struct {
 	// fast paths and by acquireSlow finding the lock free. Handed-over
 	// acquisitions are counted in stats.handoffs instead.
 	fastAcquisitions atomic.Uint64
+	// waits accounts the waits of acquireSlow, updated by each waiter
+	// after it wakes holding the lock.
+	waits waitCounters
 
 	// mu guards the queue and everything in it (the waiter records'
-	// links, flags and timers), the free list, holderSince and stats. It
-	// is held only for a few instructions at a time, never while blocking.
-	mu          sync.Mutex
-	q           queue
-	free        *waiter // unused waiter records, linked through next
-	holderSince int64   // nanotime of the last handoff
-	stats       counters
+	// links, flags and timers), the free list and stats. It is held only
+	// for a few instructions at a time, never while blocking.
+	mu    sync.Mutex
+	q     queue
+	free  *waiter // unused waiter records, linked through next
+	stats counters
 }
 
 // New returns an unlocked Lock configured by opts.
@@ -166,13 +168,17 @@ func (l *Lock) acquireSlow(done <-chan struct{}) bool {
 		}
 	}
 	w := l.record()
-	l.enqueue(w, nanotime())
+	since := nanotime()
+	w.since = since
+	l.q.pushBack(w)
+	l.headChanged()
 	l.mu.Unlock()
 
 	l.emit(EventWaiting)
 	switch l.wait(w, done) {
 	case granted:
 		l.granted(w)
+		l.timedWait(since)
 		return true
 	case grantedLate:
 		// We gave up, but the lock was already ours: pass it on.
@@ -215,28 +221,23 @@ func (l *Lock) releaseSlow() {
 	if h == nil {
 		// The waiters counted when the fast path failed have gone (a
 		// context was cancelled); nobody can join while mu is held.
-		l.yieldReq.Store(false)
+		l.clearYieldReq()
 		l.state.Store(0)
 		l.mu.Unlock()
 		return
 	}
-	now := nanotime()
-	l.handoff(h, now)
-	l.headChanged(now)
+	l.handoff(h)
+	l.headChanged()
 	l.state.Add(-waiterUnit)
 	l.mu.Unlock()
 	h.ch <- struct{}{}
 }
 
-// handoff dequeues h, the head waiter, as the next holder, now. The caller
-// holds mu and the lock; it adjusts the waiter count, re-evaluates the
-// timeslice for the new head and, after unlocking mu, sends the grant on
-// h.ch.
-func (l *Lock) handoff(h *waiter, now int64) {
+// handoff dequeues h, the head waiter, as the next holder. The caller holds
+// mu and the lock; it adjusts the waiter count, calls headChanged once the
+// queue is final and, after unlocking mu, sends the grant on h.ch.
+func (l *Lock) handoff(h *waiter) {
 	l.q.remove(h)
-	l.holderSince = now
-	d := now - h.since
+	l.clearYieldReq() // a new holder starts a new slice
 	l.stats.handoffs++
-	l.stats.waitTotal += d
-	l.stats.waitMax = max(l.stats.waitMax, d)
 }

@@ -15,12 +15,17 @@ type waiter struct {
 	// timeslices are disabled. It runs Lock.expired for this record.
 	timer *time.Timer
 
+	// since is when the wait began (nanotime), for waits that are timed:
+	// those of acquireSlow, not Yield's. Written by the waiting goroutine
+	// before it queues, read by it after it wakes.
+	since int64
+
 	// Guarded by Lock.mu.
 	prev, next *waiter // queue links; next also links the free list
 	queued     bool    // in the queue, no grant sent yet
-	armed      bool    // timer set to fire at deadline and not yet handled
-	deadline   int64   // nanotime the timer fires at, if armed
-	since      int64   // nanotime the wait began
+	headed     bool    // at the head of the queue, and timing the holder
+	armed      bool    // timer set and its firing not yet handled
+	fresh      bool    // the timer was set while this record was head
 }
 
 // queue is an intrusive FIFO list of waiters, guarded by Lock.mu.
@@ -36,7 +41,7 @@ func (q *queue) pushBack(w *waiter) {
 		q.tail.next = w
 	}
 	q.tail = w
-	w.queued = true
+	w.queued, w.headed = true, false
 }
 
 func (q *queue) remove(w *waiter) {
@@ -95,16 +100,6 @@ func (l *Lock) recycle(w *waiter) {
 	l.mu.Unlock()
 }
 
-// enqueue appends w, whose owner is about to wait from now on, to the queue.
-// The caller holds mu and has already counted w in the lock word.
-func (l *Lock) enqueue(w *waiter, now int64) {
-	w.since = now
-	l.q.pushBack(w)
-	if l.q.head == w {
-		l.headChanged(now)
-	}
-}
-
 type waitResult uint8
 
 const (
@@ -134,7 +129,7 @@ func (l *Lock) wait(w *waiter, done <-chan struct{}) waitResult {
 	}
 	l.q.remove(w)
 	l.state.Add(-waiterUnit)
-	l.headChanged(nanotime())
+	l.headChanged()
 	l.pushFree(w)
 	l.stats.cancelled++
 	l.mu.Unlock()
@@ -146,4 +141,17 @@ func (l *Lock) wait(w *waiter, done <-chan struct{}) waitResult {
 func (l *Lock) granted(w *waiter) {
 	l.recycle(w)
 	l.emit(EventAcquired)
+}
+
+// timedWait accounts a wait of acquireSlow that ended with the lock.
+func (l *Lock) timedWait(since int64) {
+	d := nanotime() - since
+	l.waits.contended.Add(1)
+	l.waits.total.Add(d)
+	for {
+		m := l.waits.max.Load()
+		if d <= m || l.waits.max.CompareAndSwap(m, d) {
+			return
+		}
+	}
 }

@@ -1,30 +1,33 @@
 package gvl
 
 import (
+	"sync/atomic"
 	"time"
 )
 
 // Stats counts what a Lock has done since it was made.
 type Stats struct {
 	// Acquisitions counts every time the lock was taken, by any path,
-	// including the reacquisitions inside Yield and Blocking.
+	// including the reacquisitions inside Yield and Blocking, and a lock
+	// handed to a waiter that had just given up (which passes it on).
 	Acquisitions uint64
-	// Contended counts the acquisitions that had to wait in the queue.
+	// Contended counts the acquisitions by Acquire, AcquireContext and
+	// Blocking that had to wait in the queue.
 	Contended uint64
 	// Handoffs counts direct handoffs: a releaser (Release, Yield, Blocking)
 	// passed the lock to the longest waiter without ever unlocking it. A
-	// waiter gets the lock in no other way, so it equals Contended; both
-	// are reported because they answer different questions.
+	// waiter gets the lock in no other way, so Handoffs is Contended plus
+	// the turns that came back to yielders.
 	Handoffs uint64
 	// Yields counts the Yield calls that handed the lock over. Calls that
 	// found nobody waiting return at once and are not counted.
 	Yields uint64
 	// Cancelled counts waits abandoned because a context was done.
 	Cancelled uint64
-	// WaitTotal and WaitMax are the total and the longest time a contended
-	// acquisition spent in the queue: from joining it until the lock was
-	// handed over. The releaser measures it with the clock reading it takes
-	// anyway, so it leaves out the scheduler's delay in running the waiter.
+	// WaitTotal and WaitMax are the total and the longest time a Contended
+	// acquisition waited: from joining the queue until the waiter ran again
+	// holding the lock. A Yield's turn in the queue is given away, not
+	// waited for, and is not timed, so that a Yield reads no clock.
 	WaitTotal time.Duration
 	WaitMax   time.Duration
 }
@@ -35,7 +38,13 @@ type Stats struct {
 // are counted in Lock.fastAcquisitions, atomically.
 type counters struct {
 	handoffs, yields, cancelled uint64
-	waitTotal, waitMax          int64
+}
+
+// waitCounters account the timed waits. A waiter updates them after it
+// wakes, without mu, so they are atomic.
+type waitCounters struct {
+	contended  atomic.Uint64
+	total, max atomic.Int64
 }
 
 // Stats returns the lock's counters. It may be called at any time, by any
@@ -47,11 +56,11 @@ func (l *Lock) Stats() Stats {
 	l.mu.Unlock()
 	return Stats{
 		Acquisitions: fast + c.handoffs,
-		Contended:    c.handoffs,
+		Contended:    l.waits.contended.Load(),
 		Handoffs:     c.handoffs,
 		Yields:       c.yields,
 		Cancelled:    c.cancelled,
-		WaitTotal:    time.Duration(c.waitTotal),
-		WaitMax:      time.Duration(c.waitMax),
+		WaitTotal:    time.Duration(l.waits.total.Load()),
+		WaitMax:      time.Duration(l.waits.max.Load()),
 	}
 }

@@ -4,23 +4,23 @@ import (
 	"time"
 )
 
-// How timeslices work without a timer goroutine. The waiter at the head of
-// the queue has waited longest, so it alone times the holder: its record's
-// timer is set to fire a timeslice after the later of (a) when it started
-// waiting and (b) when the lock was last handed over. When it fires and the
-// slice is used up, it raises yieldReq, which the holder reads in
-// ShouldYield. No goroutine keeps time meanwhile: the runtime runs the timer's
-// few instructions when it fires, at most about once per timeslice.
+// How timeslices work without a timer goroutine, and without reading the
+// clock on a handoff. Every handoff dequeues the head of the queue, so while
+// one waiter stays at the head the holder cannot change: a waiter that has
+// been at the head for a whole timeslice has waited a timeslice behind one
+// and the same holder. So the head alone times the holder, with the timer
+// in its record, and raises yieldReq when its timer fires after a whole
+// slice as head.
 //
-// Acquisitions that are not handoffs do not record the time, and need not:
-// they happen only with nobody queued, so every waiter started waiting after
-// them and (a) is the later time.
-//
-// Resetting a timer on every wait would cost more than the handoff itself
-// in a tight Yield loop, so a timer that is still armed for an earlier
-// deadline is left alone: it fires early, the head finds the slice not yet
-// used up and sets it again. That costs one extra wakeup per timeslice at
-// most.
+// Setting a timer costs more than the rest of a handoff, and a Yield loop
+// makes a new head at every turn. So a record whose timer is still pending
+// from an earlier turn keeps it: when it fires, the head knows it was not
+// set during this stint (fresh is false), sets it again for a whole slice
+// and decides at the next firing. A holder is therefore asked to yield
+// between one and two timeslices after the longest waiter reached the head
+// of the queue, and a busy lock costs at most one timer firing per record
+// and timeslice. No goroutine keeps time meanwhile: the runtime runs the
+// timer's few instructions when it fires.
 
 // timeslice returns the timeslice in nanoseconds, or a negative number if
 // timeslices are disabled.
@@ -34,11 +34,13 @@ func (l *Lock) timeslice() int64 {
 // ShouldYield reports whether a waiter has been kept waiting longer than the
 // timeslice and asks the holder to yield. It is a single atomic load.
 //
-// A goroutine that has called Acquire but has not yet run far enough to
-// queue is not waiting yet. At GOMAXPROCS=1 a holder that never blocks lets
-// such a goroutine run only when the Go scheduler preempts it (after about
-// 10 ms), so there ShouldYield turns true after the timeslice plus up to one
-// scheduling quantum.
+// It turns true between one and two timeslices after the longest waiter
+// reached the head of the queue (see WithTimeslice for slices under a
+// millisecond). A goroutine that has called Acquire but has not yet run far
+// enough to queue is not waiting yet: at GOMAXPROCS=1 a holder that never
+// blocks lets such a goroutine run only when the Go scheduler preempts it,
+// after about 10 ms, so there ShouldYield may turn true up to one scheduling
+// quantum later.
 func (l *Lock) ShouldYield() bool {
 	return l.yieldReq.Load()
 }
@@ -53,40 +55,50 @@ func (l *Lock) Checkpoint() {
 	}
 }
 
-// headChanged re-evaluates the timeslice after the queue's head or the
-// holder may have changed. Must be called with mu held.
-func (l *Lock) headChanged(now int64) {
+// headChanged starts the timing of a waiter that has just reached the head
+// of the queue, and lowers yieldReq if the queue is empty. Must be called
+// with mu held, whenever the head may have changed.
+func (l *Lock) headChanged() {
 	h := l.q.head
 	if h == nil {
-		l.yieldReq.Store(false)
+		l.clearYieldReq()
 		return
 	}
-	slice := l.timeslice()
-	if slice < 0 {
+	if h.headed || h.timer == nil {
 		return
 	}
-	deadline := max(l.holderSince, h.since) + slice
-	if now >= deadline {
-		l.yieldReq.Store(true)
+	h.headed = true
+	if h.armed {
+		h.fresh = false // pending from an earlier turn; see above
 		return
 	}
-	l.yieldReq.Store(false)
-	if h.armed && h.deadline <= deadline {
-		return // fires early; expired will set it again
-	}
-	h.timer.Reset(time.Duration(deadline - now))
-	h.armed, h.deadline = true, deadline
+	h.timer.Reset(time.Duration(l.timeslice()))
+	h.armed, h.fresh = true, true
 }
 
 // expired runs when w's timer fires. By then w may be head of the queue,
-// further back, or recycled; only a head re-evaluates the timeslice.
+// further back, or recycled; only a head acts on it.
 func (l *Lock) expired(w *waiter) {
 	l.mu.Lock()
 	w.armed = false
-	if w.queued && l.q.head == w {
-		l.headChanged(nanotime())
+	if w.queued && w.headed {
+		if w.fresh {
+			l.yieldReq.Store(true)
+		} else {
+			w.timer.Reset(time.Duration(l.timeslice()))
+			w.armed, w.fresh = true, true
+		}
 	}
 	l.mu.Unlock()
+}
+
+// clearYieldReq lowers yieldReq. It reads before it writes: the flag is
+// usually down, and a load leaves the cache line shared with the holder's
+// ShouldYield loads. Must be called with mu held.
+func (l *Lock) clearYieldReq() {
+	if l.yieldReq.Load() {
+		l.yieldReq.Store(false)
+	}
 }
 
 var epoch = time.Now()

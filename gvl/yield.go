@@ -53,12 +53,12 @@ func (l *Lock) Yield() {
 	if w == nil {
 		w = l.record()
 	}
-	now := nanotime()
 	// The caller takes h's place in the count: the lock word is unchanged.
-	l.handoff(h, now)
-	w.since = now
+	// Its turn in the queue is given away, not waited for, so it is not
+	// timed: a Yield reads no clock.
+	l.handoff(h)
 	l.q.pushBack(w)
-	l.headChanged(now)
+	l.headChanged()
 	l.stats.yields++
 	l.mu.Unlock()
 	h.ch <- struct{}{}
