@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -26,6 +28,7 @@ func main() {
 	flag.DurationVar(&cfg.sample, "sample", 10*time.Millisecond, "RSS and heap sampling period")
 	flag.BoolVar(&cfg.profiles, "profiles", true, "also take heap profiles at peak for stepping off and runtime, and compare them")
 	flag.Parse()
+	cfg.command = strings.Join(append([]string{"go run ./bench/footprint"}, os.Args[1:]...), " ")
 	if cfg.out == "" {
 		fmt.Fprintln(os.Stderr, "footprint: -out DIR is required")
 		os.Exit(2)
@@ -53,6 +56,7 @@ type config struct {
 	workloads string
 	sample    time.Duration
 	profiles  bool
+	command   string // as typed, for results.json
 }
 
 func (c *config) validate() error {
@@ -109,7 +113,27 @@ type machine struct {
 	GOOS      string `json:"goos"`
 	GOARCH    string `json:"goarch"`
 	CPUs      int    `json:"cpus"`
+	CPU       string `json:"cpu,omitempty"`
+	Kernel    string `json:"kernel,omitempty"`
 	GoVersion string `json:"go_version"`
+}
+
+// thisMachine describes where the lab runs, as far as it can tell.
+func thisMachine() machine {
+	m := machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		m.Kernel = unix.ByteSliceToString(u.Sysname[:]) + " " + unix.ByteSliceToString(u.Release[:])
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
 }
 
 func (r *report) allOK() bool {
@@ -153,8 +177,8 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 	}
 
 	rep := &report{
-		Machine: machine{runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()},
-		Command: "go run ./bench/footprint " + strings.Join(os.Args[1:], " "),
+		Machine: thisMachine(),
+		Command: cfg.command,
 		Started: time.Now().UTC(),
 		Quick:   cfg.quick,
 		Rounds:  cfg.rounds,
