@@ -12,7 +12,11 @@ import (
 )
 
 func TestMutualExclusion(t *testing.T) {
-	const goroutines, rounds = 16, 2000
+	const goroutines = 16
+	rounds := 2000
+	if testing.Short() {
+		rounds = 200
+	}
 	for _, tc := range []struct {
 		name string
 		lock func() *gvl.Lock

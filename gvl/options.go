@@ -3,13 +3,14 @@ package gvl
 import "time"
 
 // DefaultTimeslice is how long a holder may keep the lock while another
-// goroutine waits before it is asked to yield.
+// goroutine waits before it is asked to yield (between one and two slices;
+// see ShouldYield).
 //
 // Ruby uses 100 ms and CPython 5 ms. 10 ms is Go's own scheduling quantum
-// (the runtime preempts a goroutine that has run for 10 ms), so on a single
-// P a waiter stuck behind a spinning holder gets to run, register and time
-// its wait on about that scale anyway; a shorter slice would promise what
-// GOMAXPROCS=1 cannot keep. It is ten times tighter than Ruby's, which
+// (forcePreemptNS in runtime/proc.go: the runtime preempts a goroutine that
+// has run for 10 ms), so on a single P a waiter stuck behind a spinning
+// holder gets to run, queue and time the holder on about that scale anyway;
+// a shorter slice would promise what GOMAXPROCS=1 cannot keep. It is ten times tighter than Ruby's, which
 // bounds the tail latency a waiter sees, and a handoff costs microseconds, so
 // switching every 10 ms spends well under 0.1% of the time on switches.
 const DefaultTimeslice = 10 * time.Millisecond
