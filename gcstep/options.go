@@ -30,11 +30,8 @@ func defaults() config {
 		// every cycle's fixed cost (two stop-the-world phases, waking
 		// the mark workers, sweeping) is paid for less and less memory.
 		minGarbage: DefaultMinGarbage,
-		// A cycle costs time in proportion to the live heap and saves
-		// memory in proportion to the garbage: requiring garbage of at
-		// least a quarter of the live heap keeps the cost per byte
-		// saved bounded however large the heap grows.
-		liveRatio: 0.25,
+		// See WithLiveRatio.
+		liveRatio: DefaultLiveRatio,
 		cpuCap:    DefaultCPUCap,
 		// A one-second window lets a burst of idle cycles through after
 		// a quiet period and still holds the share over any longer run.
@@ -48,6 +45,7 @@ func defaults() config {
 // chosen.
 const (
 	DefaultMinGarbage   = 1 << 20
+	DefaultLiveRatio    = 0.5
 	DefaultCPUCap       = 0.3
 	DefaultReleaseDelay = 1500 * time.Millisecond
 )
@@ -69,13 +67,16 @@ func WithMinGarbage(n uint64) Option {
 }
 
 // WithLiveRatio sets how much garbage, as a fraction of the live heap,
-// makes an idle collection worth its cost (the larger of this and the
-// WithMinGarbage threshold applies). Default 0.25: marking costs time in
-// proportion to the live heap, so demanding garbage in proportion to it
-// bounds the time paid per byte freed; the runtime's own pacer waits for
-// GOGC percent (100 by default), so idle cycles still run well before it
-// would. The rule does not use the heap goal, so it works with GOGC=off,
-// where the goal is infinite. It panics if r is negative, NaN or infinite.
+// makes an idle collection worth its cost; the larger of this and the
+// WithMinGarbage threshold applies. Default DefaultLiveRatio (0.5):
+// marking costs time in proportion to the live heap, so asking for garbage
+// in proportion to it bounds the time paid per byte freed. Half of what
+// GOGC=100 lets accumulate means at most twice the runtime's own number of
+// cycles for a peak heap of 1.5 instead of 2 times the live heap; a
+// smaller ratio buys less memory for each extra cycle. The rule does not
+// use the heap goal, so it works with GOGC=off, where the goal is
+// infinite, and under a memory limit. It panics if r is negative, NaN or
+// infinite.
 func WithLiveRatio(r float64) Option {
 	return func(c *config) {
 		if !(r >= 0) || math.IsInf(r, 1) {

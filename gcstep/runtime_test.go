@@ -45,8 +45,8 @@ func TestCollectsOnceAllocatedEnough(t *testing.T) {
 		{"below MinGarbage", 0, mib - 1, 0},
 		{"at MinGarbage", 0, mib, 1},
 		{"small live heap: MinGarbage rules", 2 * mib, mib, 1},
-		{"large live heap: below a quarter of it", 64 * mib, 15 * mib, 0},
-		{"large live heap: a quarter of it", 8 * mib, 2 * mib, 1},
+		{"large live heap: below half of it", 64 * mib, 31 * mib, 0},
+		{"large live heap: half of it", 8 * mib, 4 * mib, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,7 +152,7 @@ func TestCostEstimateLearnsAndRelaxes(t *testing.T) {
 func TestBackgroundWhenTheEstimateDoesNotFit(t *testing.T) {
 	w, rt := newTest(t, WithCPUCap(1))
 	w.r.live = 64 * mib // the model says 64 ms
-	w.alloc(16 * mib)
+	w.alloc(32 * mib)
 	equal(t, "more", rt.Step(ms), false)
 	equal(t, "inline cycles", w.gcs, 0)
 	mustEqual(t, "background cycles", w.nudges, 1)
@@ -160,7 +160,7 @@ func TestBackgroundWhenTheEstimateDoesNotFit(t *testing.T) {
 	equal(t, "Stats.CyclesBackground", rt.Stats().CyclesBackground, 1)
 
 	// Until the cycle completes, steps do nothing more.
-	w.alloc(16 * mib)
+	w.alloc(32 * mib)
 	rt.Step(ms)
 	equal(t, "background cycles while one is pending", w.nudges, 1)
 
@@ -174,7 +174,7 @@ func TestNudgeRestoredByTheNextStep(t *testing.T) {
 	w, rt := newTest(t, WithCPUCap(1))
 	w.gogc = -1 // GOGC=off
 	w.r.live = 64 * mib
-	w.alloc(16 * mib)
+	w.alloc(32 * mib)
 	rt.Step(ms)
 	mustEqual(t, "GOGC while nudged", w.gogc, nudgedGOGC)
 	w.r.cycles++
@@ -188,7 +188,7 @@ func TestNudgeRestoredByTheNextStep(t *testing.T) {
 func TestNudgeKeepsGOGCTheProgramSet(t *testing.T) {
 	w, rt := newTest(t, WithCPUCap(1))
 	w.r.live = 64 * mib
-	w.alloc(16 * mib)
+	w.alloc(32 * mib)
 	rt.Step(ms)
 	w.gogc = 200 // debug.SetGCPercent(200) by the program meanwhile
 	w.r.cycles++
@@ -219,13 +219,13 @@ func TestCPUCapHolds(t *testing.T) {
 func TestCPUCapChargesBackgroundCycles(t *testing.T) {
 	w, rt := newTest(t, WithCPUCap(0.01)) // bucket: 10 ms
 	w.r.live = 64 * mib                   // estimate 64 ms: more than the bucket
-	w.alloc(16 * mib)
+	w.alloc(32 * mib)
 	rt.Step(ms)
 	mustEqual(t, "background cycles from a full bucket", w.nudges, 1)
 	w.r.cycles++
 	w.nudgeDone()
 	rt.Step(ms) // sees the cycle: garbage counts from here
-	w.alloc(16 * mib)
+	w.alloc(32 * mib)
 	w.t += time.Second
 	rt.Step(ms)
 	equal(t, "background cycles while in debt", w.nudges, 1)
@@ -310,12 +310,12 @@ func TestConcurrentStepDoesNothing(t *testing.T) {
 func TestCloseRestoresGOGC(t *testing.T) {
 	w, rt := newTest(t, WithCPUCap(1))
 	w.r.live = 64 * mib
-	w.alloc(16 * mib)
+	w.alloc(32 * mib)
 	rt.Step(ms)
 	mustEqual(t, "GOGC while nudged", w.gogc, nudgedGOGC)
 	rt.Close()
 	equal(t, "GOGC after Close", w.gogc, 100)
-	w.alloc(16 * mib)
+	w.alloc(32 * mib)
 	equal(t, "more after Close", rt.Step(time.Hour), false)
 	equal(t, "background cycles", w.nudges, 1)
 }
