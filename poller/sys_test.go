@@ -270,3 +270,29 @@ func spurious(err error) (int, error) {
 	}
 	return 0, err
 }
+
+func TestFaultWakeWriteFails(t *testing.T) {
+	// A Wake whose write fails must not leave the pending flag set, or no
+	// later Wake would ever write again.
+	l, err := NewLoop()
+	require.NoError(t, err)
+	defer l.Close()
+	real := sys.write
+	fail := true
+	withSys(t, func(s *sysTable) {
+		s.write = func(fd int, p []byte) (int, error) {
+			if fd == l.wake.wfd && fail {
+				return 0, unix.ENOMEM
+			}
+			return real(fd, p)
+		}
+	})
+	l.Wake()
+	fail = false
+	l.Wake()
+	start := time.Now()
+	_, err = l.RunOnce(5 * time.Second)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), time.Second, "the second Wake did not wake the loop")
+	assert.EqualValues(t, 1, l.Stats().Wakeups)
+}

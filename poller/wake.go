@@ -3,6 +3,8 @@ package poller
 import (
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 // waker is how any goroutine interrupts the loop's wait: an fd the loop
@@ -37,8 +39,15 @@ func (l *Loop) Wake() {
 	}
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	if !w.closed {
-		w.signal(&l.c)
+	if w.closed {
+		return
+	}
+	if err := w.signal(&l.c); err != nil && err != unix.EAGAIN {
+		// Nothing was written, so no drain will clear pending: clear
+		// it here, or every later Wake would find it set and the loop
+		// would never be woken again. (EAGAIN means the fd is full:
+		// the loop is due to wake and will drain.)
+		w.pending.Store(0)
 	}
 }
 

@@ -19,9 +19,9 @@ func (w *waker) open(c *counters) error {
 
 // signal writes one byte. EAGAIN (the pipe is full) means the loop is
 // already due to wake: not an error.
-func (w *waker) signal(c *counters) {
+func (w *waker) signal(c *counters) error {
 	b := [1]byte{1}
-	ignoringEINTR(func() error {
+	return ignoringEINTR(func() error {
 		_, err := c.write(w.wfd, b[:])
 		return err
 	})

@@ -18,10 +18,10 @@ func (w *waker) open(c *counters) error {
 
 // signal adds one to the eventfd counter. EAGAIN (the counter is full)
 // means the loop is already due to wake: not an error.
-func (w *waker) signal(c *counters) {
+func (w *waker) signal(c *counters) error {
 	var one [8]byte
 	binary.NativeEndian.PutUint64(one[:], 1)
-	ignoringEINTR(func() error {
+	return ignoringEINTR(func() error {
 		_, err := c.write(w.wfd, one[:])
 		return err
 	})
