@@ -59,13 +59,16 @@
 //		print one JSON object per run, one per line, instead of the table
 //
 // The table has one row per mode: mode, GOGC, peak RSS (and its ratio to the
-// off mode's), wall time (and its ratio), GC cycles (of them, how many were
-// forced, which in this program means started by the idle stepper), idle
-// steps taken by the loop, bytes read, and whether the digests matched. The
-// JSON objects carry the same numbers under the names mode, gogc,
-// peak_rss_bytes, wall_seconds, gc_cycles, forced_gc_cycles, idle_steps,
-// bytes, digest_ok, and also run, readers, chunk, digest and, for the idle
-// mode, stepper: the gcstep.Stats of the runtime stepper.
+// off mode's), wall time (and its ratio), CPU time (user and system, the
+// whole process), GC cycles (of them, how many were forced, which in this
+// program means run by the idle stepper with runtime.GC), idle steps taken
+// by the loop, bytes read, and whether the digests matched. The JSON
+// objects carry the same numbers under the names mode, gogc,
+// peak_rss_bytes, wall_seconds, cpu_seconds, gc_cycles, forced_gc_cycles,
+// idle_steps, bytes, digest_ok, and also run, readers, chunk, digest and,
+// for the loop modes, loop (the poller.Stats of the loop) and stepper (the
+// gcstep.Stats of the idle mode's runtime stepper). With -runs, the JSON
+// has one object per run and no medians.
 //
 // On a terminal, a one-line progress display (bytes, rate, current RSS) is
 // kept up to date on standard error; there is none when standard error is

@@ -40,7 +40,8 @@ func loopReader(idle, reuse bool) readFunc {
 			return ls, fmt.Errorf("making the loop: %w", err)
 		}
 		defer func() {
-			ls.steps = loop.Stats().Steps
+			st := loop.Stats()
+			ls.steps, ls.loop = st.Steps, &st
 			if cerr := loop.Close(); err == nil && cerr != nil && !errors.Is(cerr, poller.ErrClosed) {
 				err = fmt.Errorf("closing the loop: %w", cerr)
 			}

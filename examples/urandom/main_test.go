@@ -87,8 +87,8 @@ func TestJSONEveryMode(t *testing.T) {
 		if !r.DigestOK || r.Bytes != smallLen || r.GOGC != "50" || r.Readers != 3 || r.Chunk != 1000 {
 			t.Errorf("%s: got %+v, want digest ok, %d bytes, GOGC 50, 3 readers, 1000-byte chunks", r.Mode, r, smallLen)
 		}
-		if r.PeakRSSBytes == 0 || r.WallSeconds <= 0 || len(r.Digest) != 64 {
-			t.Errorf("%s: got %+v, want a peak RSS, a wall time and a digest", r.Mode, r)
+		if r.PeakRSSBytes == 0 || r.WallSeconds <= 0 || r.CPUSeconds < 0 || len(r.Digest) != 64 {
+			t.Errorf("%s: got %+v, want a peak RSS, a wall time, a CPU time and a digest", r.Mode, r)
 		}
 	}
 	// The same bytes never come twice from /dev/urandom: a digest that

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idlemux/idlemux/gcstep"
 	"github.com/idlemux/idlemux/internal/rss"
+	"github.com/idlemux/idlemux/poller"
 )
 
 // A readFunc reads the pipe's dups until end of file, adding every byte to
@@ -19,6 +20,7 @@ type readFunc func(p *pipe, chunk int, d *digest) (loopStats, error)
 // loopStats is what a loop did during a run.
 type loopStats struct {
 	steps   uint64        // calls to the stepper's Step
+	loop    *poller.Stats // the loop's own account, if there was a loop
 	stepper *gcstep.Stats // the runtime stepper's own account, if it had one
 }
 
@@ -57,6 +59,10 @@ func measure(j job, progress io.Writer, label string) (result, error) {
 		defer stop()
 	}
 
+	cpu0, cerr := cpuTime()
+	if cerr != nil {
+		return result{}, cerr
+	}
 	gc0 := readGCCounts()
 	start := time.Now()
 	written := startWriter(p.w, j.length)
@@ -65,11 +71,12 @@ func measure(j job, progress io.Writer, label string) (result, error) {
 	w := <-written
 	wall := time.Since(start)
 	gc := readGCCounts().sub(gc0)
+	cpu, cerr := cpuTime()
 	peak, perr := rss.Peak()
 
 	// The first failure is the cause: after a read error the writer's
 	// EPIPE is only its echo.
-	for _, err := range []error{rerr, w.err, perr} {
+	for _, err := range []error{rerr, w.err, cerr, perr} {
 		if err != nil {
 			return result{}, fmt.Errorf("%s: %w", j.mode, err)
 		}
@@ -79,9 +86,11 @@ func measure(j job, progress io.Writer, label string) (result, error) {
 		Mode:           j.mode,
 		PeakRSSBytes:   peak,
 		WallSeconds:    wall.Seconds(),
+		CPUSeconds:     (cpu - cpu0).Seconds(),
 		GCCycles:       gc.total,
 		ForcedGCCycles: gc.forced,
 		IdleSteps:      ls.steps,
+		Loop:           ls.loop,
 		Stepper:        ls.stepper,
 		Bytes:          got.n,
 		DigestOK:       got == w.sum,

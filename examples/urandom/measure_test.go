@@ -42,6 +42,9 @@ func TestMeasure(t *testing.T) {
 			if m != modeIdle && (r.IdleSteps != 0 || r.Stepper != nil) {
 				t.Errorf("got %d idle steps, stepper %+v without a stepper, want none", r.IdleSteps, r.Stepper)
 			}
+			if hasLoop := m != modeGoroutines; hasLoop != (r.Loop != nil) || hasLoop && r.Loop.Events == 0 {
+				t.Errorf("got loop stats %+v, want them (with events) exactly for the loop modes", r.Loop)
+			}
 			if m == modeIdle && (r.Stepper == nil || r.Stepper.Steps != r.IdleSteps) {
 				t.Errorf("got %d idle steps, stepper %+v, want the stepper to count the same steps", r.IdleSteps, r.Stepper)
 			}

@@ -41,11 +41,13 @@ func summarize(results []result, modes []mode) []result {
 		field := func(f func(result) uint64) uint64 { return median(mapRuns(runs, f)) }
 		s := runs[0]
 		s.Run = 0
+		s.Loop, s.Stepper = nil, nil // one run's accounts, not medians
 		s.PeakRSSBytes = field(func(r result) uint64 { return r.PeakRSSBytes })
 		s.GCCycles = field(func(r result) uint64 { return r.GCCycles })
 		s.ForcedGCCycles = field(func(r result) uint64 { return r.ForcedGCCycles })
 		s.IdleSteps = field(func(r result) uint64 { return r.IdleSteps })
 		s.WallSeconds = median(mapRuns(runs, func(r result) float64 { return r.WallSeconds }))
+		s.CPUSeconds = median(mapRuns(runs, func(r result) float64 { return r.CPUSeconds }))
 		s.Bytes = median(mapRuns(runs, func(r result) int64 { return r.Bytes }))
 		for _, r := range runs {
 			s.DigestOK = s.DigestOK && r.DigestOK

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/idlemux/idlemux/gcstep"
+	"github.com/idlemux/idlemux/poller"
 )
 
 // A result is what one run measured. Its JSON form is one line of -json
@@ -16,6 +17,7 @@ type result struct {
 	Run            int     `json:"run"`  // 1-based; 0 for a median
 	PeakRSSBytes   uint64  `json:"peak_rss_bytes"`
 	WallSeconds    float64 `json:"wall_seconds"`
+	CPUSeconds     float64 `json:"cpu_seconds"` // user and system, the whole process
 	GCCycles       uint64  `json:"gc_cycles"`
 	ForcedGCCycles uint64  `json:"forced_gc_cycles"` // started by runtime.GC: the idle stepper
 	IdleSteps      uint64  `json:"idle_steps"`       // Step calls by the loop
@@ -24,6 +26,10 @@ type result struct {
 	Digest         string  `json:"digest"` // SHA-256 of what was read, hex
 	Readers        int     `json:"readers"`
 	Chunk          int     `json:"chunk"`
+
+	// Loop is the poller modes' account from the loop (zero-timeout and
+	// blocking polls, events, steps, system calls).
+	Loop *poller.Stats `json:"loop,omitempty"`
 
 	// Stepper is the idle mode's account from gcstep (cycles run inline or
 	// in the background, declined, time spent), for whoever tunes the
