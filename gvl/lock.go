@@ -52,8 +52,8 @@ type Lock struct {
 	// or writes it.
 	spare *waiter
 
-	// fastAcquisitions counts the acquisitions made without mu: by the
-	// fast paths and by acquireSlow finding the lock free. Handed-over
+	// fastAcquisitions counts the acquisitions that were not handoffs: by
+	// the fast paths, and by acquireSlow finding the lock free. Handed-over
 	// acquisitions are counted in stats.handoffs instead.
 	fastAcquisitions atomic.Uint64
 	// waits accounts the waits of acquireSlow, updated by each waiter
