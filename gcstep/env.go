@@ -25,7 +25,10 @@ type env struct {
 	now   func() time.Duration  // monotonic time since an arbitrary origin
 	read  func(*reading)        // the heap now
 	gc    func()                // a whole cycle, inline (runtime.GC)
-	nudge func(done func()) int // lower the pacer so a cycle starts; see startCycle
+	nudge func(done func()) int // lower the pacer so a cycle starts; see nudgePacer
+	// gcCPU is the CPU time the collector has used so far, except
+	// marking on otherwise idle Ps, which costs the program nothing.
+	gcCPU func() time.Duration
 	// setGCPercent is debug.SetGCPercent, used to undo a nudge.
 	setGCPercent func(int) int
 	release      func()                               // return memory to the OS (debug.FreeOSMemory)
@@ -44,6 +47,7 @@ func realEnv() env {
 		read:         m.read,
 		gc:           runtime.GC,
 		nudge:        nudgePacer,
+		gcCPU:        newCPUReader().read,
 		setGCPercent: debug.SetGCPercent,
 		release:      debug.FreeOSMemory,
 		afterFunc: func(d time.Duration, f func()) stop {
@@ -78,6 +82,25 @@ func (m *metricsReader) read(r *reading) {
 	r.live = m.s[2].Value.Uint64()
 	r.goal = m.s[3].Value.Uint64()
 	r.released = m.s[4].Value.Uint64()
+}
+
+// cpuReader reads the collector's CPU time. It is read only when a
+// background cycle starts and ends, not at every step.
+type cpuReader struct {
+	s []metrics.Sample
+}
+
+func newCPUReader() *cpuReader {
+	return &cpuReader{s: []metrics.Sample{
+		{Name: "/cpu/classes/gc/total:cpu-seconds"},
+		{Name: "/cpu/classes/gc/mark/idle:cpu-seconds"},
+	}}
+}
+
+func (c *cpuReader) read() time.Duration {
+	metrics.Read(c.s)
+	busy := c.s[0].Value.Float64() - c.s[1].Value.Float64()
+	return time.Duration(busy * float64(time.Second))
 }
 
 // nudgeSentinel is allocated on the heap so that its cleanup runs after the

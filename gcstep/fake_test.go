@@ -16,6 +16,7 @@ type world struct {
 	liveAfter uint64        // live heap a gc leaves
 	onGC      func()        // called inside gc, before it returns
 
+	gcCPU                 time.Duration // the collector's CPU time so far
 	gcs, nudges, releases int
 	gogc                  int
 	nudgeDone             func()
@@ -50,6 +51,7 @@ func (w *world) env() env {
 			w.gogc = nudgedGOGC
 			return prev
 		},
+		gcCPU: func() time.Duration { return w.gcCPU },
 		setGCPercent: func(p int) int {
 			prev := w.gogc
 			w.gogc = p

@@ -88,11 +88,13 @@ func WithLiveRatio(r float64) Option {
 
 // WithCPUCap sets the share of wall time that idle collection may take,
 // between 0 (exclusive) and 1. The share is kept by a token bucket: time
-// is earned at this rate up to one second's worth, an inline cycle pays
-// what it took, a background cycle what an inline one is estimated to
-// cost. A cycle that takes longer than estimated leaves a debt that is
-// paid before the next one, so the share holds over any run longer than a
-// few cycles.
+// is earned at this rate up to one second's worth; an inline cycle pays
+// the wall time it took; a background cycle pays the estimate of an inline
+// one when it starts, settled when it ends against the collector's CPU
+// time measured meanwhile (marking on otherwise idle Ps excepted: it costs
+// the program nothing). A cycle dearer than estimated leaves a debt that
+// is paid before the next one, so the share holds over any run longer than
+// a few cycles.
 //
 // Default DefaultCPUCap (30 %), which is more than a tax one would like to
 // name, and is chosen from measurements: on the urandom demo an inline

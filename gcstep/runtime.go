@@ -31,7 +31,9 @@ import (
 //     WithBackground): the pacer is lowered so the runtime starts a
 //     concurrent cycle at the next allocation, and restored when it ends.
 //  5. Both kinds of cycle draw on a CPU cap (WithCPUCap): a step declines
-//     when idle collection has used its share of wall time.
+//     when idle collection has used its share of wall time (inline cycles
+//     are charged their wall time, background ones the collector's CPU
+//     time they caused).
 //  6. A slower tier returns free memory to the operating system once the
 //     program has allocated nothing for WithReleaseDelay, once per idle
 //     stretch (see WithReleaseDelay).
@@ -56,10 +58,12 @@ type Runtime struct {
 	factor   float64       // learnt cost factor: measured / modelled cycle time
 	factorAt time.Duration // when factor was last measured
 
-	nudged      bool   // a background cycle was requested and GOGC is lowered
-	nudgeGen    uint64 // identifies the nudge a cleanup belongs to
-	nudgeGOGC   int    // GOGC to restore
-	nudgeCycles uint64 // cycle count when the nudge was made
+	nudged      bool          // a background cycle was requested and GOGC is lowered
+	nudgeGen    uint64        // identifies the nudge a cleanup belongs to
+	nudgeGOGC   int           // GOGC to restore
+	nudgeCycles uint64        // cycle count when the nudge was made
+	nudgeCPU    time.Duration // env.gcCPU when the nudge was made
+	nudgeCharge time.Duration // what the nudge was charged in advance
 
 	activityAllocs uint64        // allocs when allocation was last seen
 	activityAt     time.Duration // when allocation was last seen
@@ -81,6 +85,11 @@ type Stats struct {
 	DeclinedCap      uint64        // cycles due but not run: the CPU cap was spent
 	StepTime         time.Duration // wall time spent inside Step
 	CycleTime        time.Duration // of which in inline cycles
+
+	// Charged is the time charged against the CPU cap: the wall time of
+	// inline cycles, and the collector's CPU time (marking on idle Ps
+	// excepted) from the start of each background cycle to its end.
+	Charged time.Duration
 
 	// AllocatedBetween is the total of the bytes allocated between the
 	// previous cycle and each cycle this Runtime ran or started;
@@ -230,8 +239,7 @@ func (rt *Runtime) collect(budget, now time.Duration) (more bool) {
 		rt.stats.DeclinedBudget++
 		return false
 	}
-	rt.tokens -= est
-	rt.startNudge()
+	rt.startNudge(est)
 	rt.stats.CyclesBackground++
 	rt.stats.AllocatedBetween += garbage
 	rt.stats.LastAllocatedBetween = garbage
@@ -245,7 +253,7 @@ func (rt *Runtime) inline(garbage uint64, start time.Duration) {
 	rt.env.gc()
 	end := rt.env.now()
 	d := end - start
-	rt.tokens -= d
+	rt.charge(d)
 	rt.stats.CyclesInline++
 	rt.stats.CycleTime += d
 	rt.stats.AllocatedBetween += garbage
@@ -298,14 +306,25 @@ func (rt *Runtime) refill(now time.Duration) {
 	rt.tokensAt = now
 }
 
+// charge takes d from the CPU-cap bucket.
+func (rt *Runtime) charge(d time.Duration) {
+	rt.tokens -= d
+	rt.stats.Charged += d
+}
+
 // startNudge lowers the pacer so that the runtime starts a cycle at the
-// next allocation. The cycle's completion, seen either by a later step or
-// by the cleanup nudgePacer registers, restores GOGC. rt.mu must be held.
-func (rt *Runtime) startNudge() {
+// next allocation, and charges the cap the estimate of an inline cycle;
+// the cycle's completion, seen either by a later step or by the cleanup
+// nudgePacer registers, restores GOGC and settles the charge with the
+// collector's CPU time measured meanwhile. rt.mu must be held.
+func (rt *Runtime) startNudge(est time.Duration) {
 	rt.nudgeGen++
 	gen := rt.nudgeGen
 	rt.nudged = true
 	rt.nudgeCycles = rt.r.cycles
+	rt.nudgeCPU = rt.env.gcCPU()
+	rt.nudgeCharge = est
+	rt.charge(est)
 	rt.nudgeGOGC = rt.env.nudge(func() {
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
@@ -316,12 +335,14 @@ func (rt *Runtime) startNudge() {
 }
 
 // endNudge restores the GOGC a nudge replaced, unless the program changed
-// it meanwhile. rt.mu must be held.
+// it meanwhile, and settles what the cycle cost. rt.mu must be held.
 func (rt *Runtime) endNudge() {
 	rt.nudged = false
 	if prev := rt.env.setGCPercent(rt.nudgeGOGC); prev != nudgedGOGC {
 		rt.env.setGCPercent(prev) // the program set its own: keep it
 	}
+	used := max(rt.env.gcCPU()-rt.nudgeCPU, 0)
+	rt.charge(used - rt.nudgeCharge)
 }
 
 // nudgedGOGC is the GOGC a nudge sets.

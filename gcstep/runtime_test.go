@@ -222,6 +222,7 @@ func TestCPUCapChargesBackgroundCycles(t *testing.T) {
 	w.alloc(32 * mib)
 	rt.Step(ms)
 	mustEqual(t, "background cycles from a full bucket", w.nudges, 1)
+	w.gcCPU += 64 * ms // as dear as estimated
 	w.r.cycles++
 	w.nudgeDone()
 	rt.Step(ms) // sees the cycle: garbage counts from here
@@ -367,4 +368,33 @@ func TestZeroBudgetHonestAboutTheCap(t *testing.T) {
 	equal(t, "more while the cap is spent", rt.Step(0), false)
 	w.t += 10 * time.Second
 	equal(t, "more once the cap allows", rt.Step(0), true)
+}
+
+func TestBackgroundCycleChargedWhatItUsed(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(0.1)) // bucket: 100 ms
+	w.r.live = 64 * mib                  // estimate: 64 ms
+	w.gcCPU = time.Hour
+	w.alloc(32 * mib)
+	rt.Step(ms)
+	mustEqual(t, "background cycles", w.nudges, 1)
+	est := rt.Stats().Charged
+	check(t, est > 50*ms && est < 100*ms, "charged %v in advance, want the estimate", est)
+	w.gcCPU += 5 * ms // the cycle was cheaper than estimated
+	w.r.cycles++
+	w.nudgeDone()
+	equal(t, "Stats.Charged", rt.Stats().Charged, 5*ms)
+
+	// The refund lets the next one through at once.
+	rt.Step(ms)
+	w.alloc(32 * mib)
+	rt.Step(ms)
+	mustEqual(t, "background cycles", w.nudges, 2)
+	w.gcCPU += 500 * ms // much dearer: the debt blocks the next
+	w.r.cycles++
+	rt.Step(ms)
+	equal(t, "Stats.Charged", rt.Stats().Charged, 505*ms)
+	w.alloc(32 * mib)
+	w.t += time.Second
+	rt.Step(ms)
+	equal(t, "background cycles while in debt", w.nudges, 2)
 }
