@@ -398,3 +398,28 @@ func TestBackgroundCycleChargedWhatItUsed(t *testing.T) {
 	rt.Step(ms)
 	equal(t, "background cycles while in debt", w.nudges, 2)
 }
+
+func TestBackgroundStartsAtHalfTheGarbage(t *testing.T) {
+	tests := []struct {
+		name       string
+		budget     time.Duration
+		background bool
+		alloc      uint64
+		gcs, bgs   int
+	}{
+		{"fits: waits for the threshold", ms, true, mib / 2, 0, 0},
+		{"fits: inline at the threshold", ms, true, mib, 1, 0},
+		{"does not fit: background at half", time.Microsecond, true, mib / 2, 0, 1},
+		{"does not fit: nothing below half", time.Microsecond, true, mib/2 - 1, 0, 0},
+		{"no background: nothing at half", time.Microsecond, false, mib / 2, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, rt := newTest(t, WithCPUCap(1), WithBackground(tt.background))
+			w.alloc(tt.alloc)
+			rt.Step(tt.budget)
+			equal(t, "inline cycles", w.gcs, tt.gcs)
+			equal(t, "background cycles", w.nudges, tt.bgs)
+		})
+	}
+}
