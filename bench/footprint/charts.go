@@ -27,17 +27,27 @@ var steppingColor = map[string]color.Color{
 var gcShapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
 
 // drawCharts writes, for every workload, rss-WORKLOAD and
-// peak-vs-wall-WORKLOAD as PNG and SVG into dir.
+// peak-vs-wall-WORKLOAD (peak-vs-cpu-WORKLOAD for a workload of fixed
+// duration) as PNG and SVG into dir.
 func drawCharts(dir string, rep *report) error {
 	for _, a := range rep.About {
 		if err := rssChart(dir, a.Name, rep); err != nil {
 			return err
 		}
-		if err := peakWallChart(dir, a.Name, rep); err != nil {
+		if err := peakCostChart(dir, a.Name, rep); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// costName says what a workload's cost is measured in: wall time, or CPU
+// time for a workload that runs for a set time whatever the policy.
+func costName(workload string) string {
+	if w, ok := lab.FindWorkload(workload); ok && w.FixedDuration {
+		return "cpu"
+	}
+	return "wall"
 }
 
 // rssChart draws RSS over time, one panel per GC setting and one line per
@@ -111,12 +121,20 @@ func rssChart(dir, workload string, rep *report) error {
 	})
 }
 
-// peakWallChart draws each configuration's median peak RSS against its
-// median wall time: lower left is better.
-func peakWallChart(dir, workload string, rep *report) error {
+// peakCostChart draws each configuration's median peak RSS against its
+// median wall time (CPU time for a workload of fixed duration): lower left
+// is better.
+func peakCostChart(dir, workload string, rep *report) error {
+	cost := costName(workload)
+	costOf := func(s summary) float64 { return s.Wall }
+	label := "wall time"
+	if cost == "cpu" {
+		costOf = func(s summary) float64 { return s.CPU }
+		label = "CPU time"
+	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: peak RSS against wall time (medians; lower left is better; shape: GC setting)", workload)
-	p.X.Label.Text = "wall time (s)"
+	p.Title.Text = fmt.Sprintf("%s: peak RSS against %s (medians; lower left is better; shape: GC setting)", workload, label)
+	p.X.Label.Text = label + " (s)"
 	p.Y.Label.Text = "peak RSS (MiB)"
 	p.Y.Min, p.X.Min = 0, 0
 	p.Add(plotter.NewGrid())
@@ -124,7 +142,7 @@ func peakWallChart(dir, workload string, rep *report) error {
 	// Room on the right and at the top for the labels and the legend.
 	for _, s := range rep.Summary {
 		if s.Workload == workload {
-			p.X.Max = max(p.X.Max, s.Wall*1.3)
+			p.X.Max = max(p.X.Max, costOf(s)*1.3)
 			p.Y.Max = max(p.Y.Max, mib(s.PeakRSS)*1.15)
 		}
 	}
@@ -140,7 +158,7 @@ func peakWallChart(dir, workload string, rep *report) error {
 			if _, ok := gcIndex[s.GC]; !ok {
 				gcIndex[s.GC] = len(gcIndex)
 			}
-			xy = append(xy, plotter.XY{X: s.Wall, Y: mib(s.PeakRSS)})
+			xy = append(xy, plotter.XY{X: costOf(s), Y: mib(s.PeakRSS)})
 			labels = append(labels, " "+s.GC)
 			shapes = append(shapes, gcShapes[gcIndex[s.GC]%len(gcShapes)])
 		}
@@ -167,7 +185,7 @@ func peakWallChart(dir, workload string, rep *report) error {
 		}
 		p.Add(lb)
 	}
-	return saveBoth(dir, "peak-vs-wall-"+workload, 8*vg.Inch, 5*vg.Inch, func(dc draw.Canvas) { p.Draw(dc) })
+	return saveBoth(dir, "peak-vs-"+cost+"-"+workload, 8*vg.Inch, 5*vg.Inch, func(dc draw.Canvas) { p.Draw(dc) })
 }
 
 // saveBoth draws a chart once for PNG and once for SVG.

@@ -28,6 +28,8 @@
 //	DIR/rss-WORKLOAD.{png,svg}    RSS over time, a panel per GC setting, a line per policy
 //	DIR/peak-vs-wall-WORKLOAD.{png,svg}
 //	                              median peak RSS against median wall time per configuration
+//	                              (peak-vs-cpu-bigheap: bigheap runs for a set time, so its
+//	                              cost is CPU time)
 //	DIR/heap-WORKLOAD-{off,runtime}.pprof
 //	                              heap profiles at peak RSS, GOGC=100, summarised on stdout
 //	                              as the top in-use differences by function
@@ -54,4 +56,7 @@
 //		RSS and heap sampling period (default 10ms)
 //	-profiles
 //		take the heap profiles at peak and compare them (default true)
+//	-replot
+//		run nothing: print the tables and redraw the charts from an earlier
+//		run's DIR/results.json
 package main

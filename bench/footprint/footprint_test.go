@@ -75,7 +75,7 @@ func TestQuickLab(t *testing.T) {
 		t.Errorf("%d heap comparisons, want %d", len(got.HeapDiff), len(lab.Workloads))
 	}
 	for _, w := range lab.Workloads {
-		for _, chart := range []string{"rss-", "peak-vs-wall-"} {
+		for _, chart := range []string{"rss-", "peak-vs-" + costName(w.Name) + "-"} {
 			for _, ext := range []string{".png", ".svg"} {
 				path := filepath.Join(dir, chart+w.Name+ext)
 				b, err := os.ReadFile(path)

@@ -27,11 +27,19 @@ func main() {
 	flag.StringVar(&cfg.workloads, "workloads", "urandom,bursty,bigheap", "comma-separated workloads to run")
 	flag.DurationVar(&cfg.sample, "sample", 10*time.Millisecond, "RSS and heap sampling period")
 	flag.BoolVar(&cfg.profiles, "profiles", true, "also take heap profiles at peak for stepping off and runtime, and compare them")
+	replot := flag.Bool("replot", false, "run nothing: print the tables and redraw the charts from DIR/results.json")
 	flag.Parse()
 	cfg.command = strings.Join(append([]string{"go run ./bench/footprint"}, os.Args[1:]...), " ")
 	if cfg.out == "" {
 		fmt.Fprintln(os.Stderr, "footprint: -out DIR is required")
 		os.Exit(2)
+	}
+	if *replot {
+		if err := replotDir(cfg.out, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "footprint:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "footprint:", err)
@@ -278,6 +286,21 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 		return nil, err
 	}
 	return rep, nil
+}
+
+// replotDir prints the tables and redraws the charts of an earlier run
+// from dir/results.json.
+func replotDir(dir string, stdout io.Writer) error {
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return err
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("results.json: %w", err)
+	}
+	writeTables(stdout, &rep)
+	return drawCharts(dir, &rep)
 }
 
 // childEnviron is this process's environment without the variables the

@@ -27,7 +27,10 @@ type Workload struct {
 	// MemLimit is the GOMEMLIMIT used with GOGC=off: a little above what
 	// the workload keeps live.
 	MemLimit string
-	run      func(st gcstep.Stepper, quick bool, mark func(gap bool)) (workResult, error)
+	// FixedDuration is set for a workload that runs for a set time
+	// whatever the policy, so that its cost shows in CPU time, not wall.
+	FixedDuration bool
+	run           func(st gcstep.Stepper, quick bool, mark func(gap bool)) (workResult, error)
 }
 
 // workResult is what a workload reports besides what the sampler sees.
@@ -70,8 +73,9 @@ var Workloads = []Workload{
 			return fmt.Sprintf("%d MiB live heap of 1 KiB items, %d items replaced every %v by a loop timer, for %v",
 				c.live>>20, c.perTick, c.tick, c.duration)
 		},
-		MemLimit: "192MiB",
-		run:      runBigheap,
+		MemLimit:      "192MiB",
+		FixedDuration: true,
+		run:           runBigheap,
 	},
 }
 
@@ -479,17 +483,24 @@ func bigheapConfig(quick bool) bigheap {
 	return bigheap{live: 64 << 20, perTick: 64, tick: 4 * time.Millisecond, duration: 5 * time.Second}
 }
 
-// item is one entry of the live set: a 1 KiB payload and a link to another
-// item, so the collector has pointers to follow.
+// item is one entry of the live set: a 1 KiB payload and a few small
+// objects of its own, so the collector has pointers to follow. Nothing
+// outside an item points into it, so an item replaced in the set is garbage
+// at once and the live heap stays the same size.
 type item struct {
-	link    *item
 	id      int
 	payload []byte
+	parts   [4]*part
 }
 
-func newItem(id int, link *item) *item {
-	it := &item{link: link, id: id, payload: make([]byte, 1024)}
+type part struct{ a, b uint64 }
+
+func newItem(id int) *item {
+	it := &item{id: id, payload: make([]byte, 1024)}
 	it.payload[0] = byte(id)
+	for j := range it.parts {
+		it.parts[j] = &part{a: uint64(id), b: uint64(j)}
+	}
 	return it
 }
 
@@ -502,11 +513,7 @@ func runBigheap(st gcstep.Stepper, quick bool, _ func(bool)) (workResult, error)
 	n := c.live / 1024
 	items := make([]*item, n)
 	for i := range items {
-		var link *item
-		if i > 0 {
-			link = items[i-1]
-		}
-		items[i] = newItem(i, link)
+		items[i] = newItem(i)
 	}
 	loop, release, err := newLoop(st)
 	if err != nil {
@@ -527,7 +534,7 @@ func runBigheap(st gcstep.Stepper, quick bool, _ func(bool)) (workResult, error)
 		lateness = append(lateness, now.Sub(next))
 		for range c.perTick {
 			i := rng.IntN(n)
-			items[i] = newItem(i, items[rng.IntN(n)])
+			items[i] = newItem(i)
 			replaced++
 		}
 		if now.Sub(start) >= c.duration {
@@ -553,7 +560,7 @@ func runBigheap(st gcstep.Stepper, quick bool, _ func(bool)) (workResult, error)
 	}
 	bad := 0
 	for i, it := range items {
-		if it.id != i || it.payload[0] != byte(i) {
+		if it.id != i || it.payload[0] != byte(i) || it.parts[3].a != uint64(i) {
 			bad++
 		}
 	}
