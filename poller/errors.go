@@ -16,8 +16,8 @@ var (
 	ErrNotRegistered = errors.New("poller: fd not registered")
 
 	// ErrFDRange is returned, wrapped in an error naming the fd, for an fd
-	// that is negative, or at least FD_SETSIZE where select(2) must hold
-	// it. The check happens before any system call: select(2) on such an
+	// that is negative, above the kernel's int32 (it would be truncated
+	// to another fd), or at least FD_SETSIZE where select(2) must hold it. The check happens before any system call: select(2) on such an
 	// fd would write outside its fd_set.
 	ErrFDRange = errors.New("poller: fd out of range")
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -111,9 +112,9 @@ func (l *Loop) Backend() Backend { return l.backend }
 // refuses regular files and directories (EPERM), which are always ready:
 // read them directly, or use the poll backend.
 //
-// Errors: ErrFDRange for a negative fd (or one select cannot hold),
-// ErrRegistered if fd is already watched, the system call's error for an fd
-// that is not open, ErrClosed after Close.
+// Errors: ErrFDRange for a negative fd, one above the kernel's int32, or
+// one select cannot hold, ErrRegistered if fd is already watched, the
+// system call's error for an fd that is not open, ErrClosed after Close.
 func (l *Loop) Add(fd int, ev Events, h Handler) error {
 	return l.add(fd, ev, h, nil)
 }
@@ -151,7 +152,9 @@ func (l *Loop) add(fd int, ev Events, h Handler, keep any) error {
 	if h == nil {
 		panic("poller: Add with a nil Handler")
 	}
-	if fd < 0 {
+	if fd < 0 || fd > math.MaxInt32 {
+		// The kernel's fd is an int32: a larger number would be
+		// truncated to another fd's.
 		return fmt.Errorf("poller: Add: fd %d: %w", fd, ErrFDRange)
 	}
 	l.mu.Lock()

@@ -2,6 +2,7 @@ package poller
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -102,13 +103,13 @@ func (m *Mux) Select(r, w, e []int, timeout time.Duration) (rr, wr, er []int, er
 // WaitFD waits until fd is ready for one of ev (Read, Write, Priority) or
 // timeout passes, and returns what is ready (Hangup and Error are reported
 // even if not asked for), or 0 on timeout. A closed fd returns Invalid and
-// a nil error, at once. A negative fd, or one select(2) cannot hold when
-// the backend is select, is an error naming it.
+// a nil error, at once. A negative fd, one above the kernel's int32, or one
+// select(2) cannot hold when the backend is select, is an error naming it.
 //
 // WaitFD steps before its first poll, not after: it usually follows a read
 // that failed with EAGAIN, so a poll right away is likely to find nothing.
 func (m *Mux) WaitFD(fd int, ev Events, timeout time.Duration) (Events, error) {
-	if fd < 0 {
+	if fd < 0 || fd > math.MaxInt32 {
 		return 0, fmt.Errorf("poller: WaitFD: fd %d: %w", fd, ErrFDRange)
 	}
 	if m.backend == BackendSelect {
