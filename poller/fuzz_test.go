@@ -369,3 +369,21 @@ func TestFDBeyondInt32(t *testing.T) {
 	})
 }
 
+// TestSelectHugeTimeout is FuzzMux's second finding: a timeout near
+// math.MaxInt64 made select(2) fail with EINVAL (the timeval wrapped
+// negative), although the fd was ready.
+func TestSelectHugeTimeout(t *testing.T) {
+	p := newPipe(t)
+	p.write(p.w, "x")
+	for _, timeout := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1, math.MaxInt64 - 999} {
+		m := poller.New()
+		rr, _, _, err := m.Select([]int{p.r}, nil, nil, timeout)
+		require.NoError(t, err, "timeout %v", timeout)
+		assert.Equal(t, []int{p.r}, rr)
+
+		m = poller.New(poller.WithBackend(poller.BackendSelect))
+		got, err := m.WaitFD(p.r, poller.Read, timeout)
+		require.NoError(t, err, "timeout %v", timeout)
+		assert.Equal(t, poller.Read, got)
+	}
+}

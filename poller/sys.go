@@ -64,11 +64,17 @@ func msTimeout(d time.Duration) int {
 	return int(ms)
 }
 
+// maxSelectWait caps one select(2): unix.NsecToTimeval rounds up by adding
+// 999 ns first, so a timeout near math.MaxInt64 wraps to a negative
+// timeval and select fails with EINVAL. A capped wait that ends with nothing
+// is restarted by counters.restart with the time left, like any early return.
+const maxSelectWait = 24 * time.Hour
+
 func sysSelect(nfd int, r, w, e *unix.FdSet, timeout time.Duration) (int, error) {
 	if timeout < 0 {
 		return unix.Select(nfd, r, w, e, nil)
 	}
-	tv := unix.NsecToTimeval(int64(timeout))
+	tv := unix.NsecToTimeval(int64(min(timeout, maxSelectWait)))
 	if timeout > 0 && tv.Sec == 0 && tv.Usec == 0 {
 		tv.Usec = 1 // round up: never end a wait before its deadline
 	}
