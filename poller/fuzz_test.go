@@ -75,7 +75,11 @@ func (f *fuzzFDs) fd(kind, x int, prev int) int {
 	case fdClosed:
 		if f.closed < 0 {
 			// A dup closed at once: its number is free, and nothing in
-			// this goroutine opens an fd before the call.
+			// this goroutine opens an fd before the call (every pipe
+			// is made first, or one could take the number).
+			for k := range f.pipes {
+				f.pipe(k)
+			}
 			fd, err := unix.Dup(f.pipe(fdEmpty).r)
 			require.NoError(f.t, err)
 			require.NoError(f.t, unix.Close(fd))
@@ -386,4 +390,20 @@ func TestSelectHugeTimeout(t *testing.T) {
 		require.NoError(t, err, "timeout %v", timeout)
 		assert.Equal(t, poller.Read, got)
 	}
+}
+
+// TestWaitFDShortTimeoutPolls is FuzzMux's third finding: WaitFD with a
+// stepper steps before it polls, and a timeout that passed before the first
+// step (a nanosecond) ended the call with no poll at all, so a ready fd was
+// reported as a timeout.
+func TestWaitFDShortTimeoutPolls(t *testing.T) {
+	p := newPipe(t)
+	p.write(p.w, "x")
+	forEachBackend(t, func(t *testing.T, b poller.Backend) {
+		m := poller.New(poller.WithBackend(b), poller.WithStepper(&stepper{}))
+		got, err := m.WaitFD(p.r, poller.Read, time.Nanosecond)
+		require.NoError(t, err)
+		assert.Equal(t, poller.Read, got)
+		assert.NotZero(t, m.Stats().ZeroPolls+m.Stats().BlockingPolls, "no poll")
+	})
 }

@@ -45,10 +45,12 @@ func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll 
 		if timeout > 0 {
 			deadline = time.Now().Add(timeout)
 		}
+		polled := false // a zero-timeout poll came after the last step
 		if !stepFirst {
 			if n, err := d.zero(poll); n != 0 || err != nil {
 				return n, err
 			}
+			polled = true
 		}
 		for {
 			if d.lock != nil && d.lock.Contended() {
@@ -65,6 +67,7 @@ func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll 
 			if n, err := d.zero(poll); n != 0 || err != nil {
 				return n, err
 			}
+			polled = true
 			if !more {
 				*mayStep = false
 				break
@@ -73,9 +76,15 @@ func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll 
 		if timeout > 0 {
 			timeout = time.Until(deadline)
 			if timeout <= 0 {
-				// The last poll was a zero-timeout one, after the
-				// last step: the deadline has been honoured.
-				return 0, nil
+				if polled {
+					// The last poll was a zero-timeout one, after
+					// the last step: the deadline has been honoured.
+					return 0, nil
+				}
+				// Stepping first, the deadline passed before any
+				// step or poll: look once, or a ready fd would be
+				// reported as a timeout.
+				return d.zero(poll)
 			}
 		}
 	}
