@@ -496,7 +496,7 @@ func FuzzLoop(f *testing.F) {
 			case lopRunZero:
 				m.run(0)
 			case lopRun, lopRun2, lopRun3:
-				m.run(time.Millisecond)
+				m.run(200 * time.Microsecond)
 			case lopClose:
 				m.close()
 			}
