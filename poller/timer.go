@@ -86,9 +86,15 @@ func (l *Loop) fireTimers() int {
 		l.timers.remove(0)
 	}
 	l.mu.Unlock()
-	n := len(l.fired)
+	n := 0
 	for i, t := range l.fired {
 		l.fired[i] = nil
+		if l.isClosed() {
+			// An earlier func of the batch closed the loop: like a
+			// handler, a timer func never runs on a closed loop.
+			continue
+		}
+		n++
 		l.c.timers.Add(1)
 		t.f()
 	}
