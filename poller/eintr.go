@@ -21,12 +21,17 @@ type waitFunc func(timeout time.Duration) (int, error)
 //
 // A wait that reports nothing ready before its deadline (or fails with
 // EAGAIN, which means "not ready", never a user error) is spurious and is
-// restarted the same way; at the deadline it is an honest timeout.
+// restarted the same way; at the deadline it is an honest timeout. The
+// first spurious return is restarted at once; a run of them (a kernel that
+// keeps failing with EAGAIN while short of memory for its tables) backs off,
+// from spuriousBackoffMin doubling to spuriousBackoffMax, never past the
+// deadline, so a fault that does not clear cannot spin on a core.
 func (c *counters) restart(timeout time.Duration, wait waitFunc) (int, error) {
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
+	var backoff time.Duration
 	for {
 		n, err := wait(timeout)
 		switch {
@@ -37,6 +42,14 @@ func (c *counters) restart(timeout time.Duration, wait waitFunc) (int, error) {
 				return 0, nil // an honest timeout
 			}
 			c.spurio.Add(1)
+			if backoff > 0 {
+				pause := backoff
+				if timeout > 0 {
+					pause = min(pause, time.Until(deadline))
+				}
+				time.Sleep(pause)
+			}
+			backoff = min(max(2*backoff, spuriousBackoffMin), spuriousBackoffMax)
 		default:
 			return n, err
 		}
@@ -48,6 +61,12 @@ func (c *counters) restart(timeout time.Duration, wait waitFunc) (int, error) {
 		}
 	}
 }
+
+// The pauses between spurious returns after the first; see restart.
+const (
+	spuriousBackoffMin = 50 * time.Microsecond
+	spuriousBackoffMax = 10 * time.Millisecond
+)
 
 // ignoringEINTR calls fn until it fails with something other than EINTR,
 // for the short calls on the wake fd (read and write, never close: see

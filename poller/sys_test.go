@@ -109,6 +109,28 @@ func TestFaultSpuriousAndEAGAIN(t *testing.T) {
 	}
 }
 
+func TestFaultEAGAINForeverBacksOff(t *testing.T) {
+	// A fault that never clears, every wait failing at once with EAGAIN:
+	// without a backoff the call spun on a core, making a system call
+	// about every 100 ns until its deadline. With one it makes a handful.
+	var calls int
+	withSys(t, func(s *sysTable) {
+		s.poll = func([]unix.PollFd, time.Duration) (int, error) {
+			calls++
+			return 0, unix.EAGAIN
+		}
+	})
+	r, _ := testPipe(t)
+	m := New(WithBackend(BackendPoll))
+	got, err := m.WaitFD(r, Read, 50*time.Millisecond)
+	require.NoError(t, err)
+	assert.Zero(t, got)
+	// 0, 50 µs, 100 µs, ... 10 ms: about a dozen pauses fill 50 ms; a
+	// slower machine makes fewer calls, never more.
+	assert.Less(t, calls, 40, "wait calls in 50 ms of EAGAIN")
+	assert.Greater(t, calls, 1)
+}
+
 func TestFaultWaitError(t *testing.T) {
 	withSys(t, func(s *sysTable) {
 		s.poll = func([]unix.PollFd, time.Duration) (int, error) { return 0, unix.ENOMEM }
