@@ -121,26 +121,41 @@ func TestInlineOnlyWhenTheEstimateFits(t *testing.T) {
 
 func TestCostEstimateLearnsAndRelaxes(t *testing.T) {
 	w, rt := newTest(t, WithCPUCap(1), WithBackground(false))
-	w.gcCost = 16 * modelFixed // this machine is much slower than the model
+
+	// One cycle sixteen times slower than the model (a cycle that waited
+	// for a busy core) is a tail event: the estimate stays where the
+	// median of the recent cycles puts it, and the next cycle runs inline.
+	w.gcCost = 16 * modelFixed
 	w.alloc(mib)
 	rt.Step(ms)
 	mustEqual(t, "inline cycles", w.gcs, 1)
 	est := rt.Stats().CostEstimate
-	check(t, est > 2*modelFixed, "estimate %v: one slow cycle must raise it", est)
-	check(t, est < 16*modelFixed, "estimate %v: one cycle must not move it all the way", est)
+	check(t, est < 2*modelFixed, "estimate %v: one slow cycle must not move it", est)
+	w.gcCost = modelFixed
+	w.alloc(mib)
+	rt.Step(ms)
+	mustEqual(t, "inline cycles after one slow one", w.gcs, 2)
 
-	// Each further slow cycle raises it, until it no longer fits.
-	for i := 0; w.gcs == i+1 && i < 10; i++ {
+	// Once most recent cycles are slow, the estimate follows them, and
+	// a cycle that no longer fits the budget does not run inline.
+	w.gcCost = 16 * modelFixed
+	for i := 0; i < costWindow; i++ {
 		w.alloc(mib)
 		rt.Step(ms)
+		if float64(rt.Stats().CostEstimate) > planFactor*float64(ms) {
+			break
+		}
 	}
+	est = rt.Stats().CostEstimate
+	check(t, est > 8*modelFixed, "estimate %v after a run of slow cycles", est)
 	w.alloc(mib)
 	gcs := w.gcs
 	rt.Step(ms)
 	mustEqual(t, "inline cycles once the estimate exceeds the budget", w.gcs, gcs)
 	check(t, rt.Stats().DeclinedBudget > 0, "no declined cycle counted")
 
-	// Without measurements a pessimistic estimate relaxes to the model.
+	// Without measurements a pessimistic estimate relaxes to the model,
+	// and so does the evidence behind it.
 	w.t += 20 * factorHalfLife
 	w.gcCost = modelFixed
 	rt.Step(ms)
