@@ -31,12 +31,8 @@ type env struct {
 	gcCPU func() time.Duration
 	// setGCPercent is debug.SetGCPercent, used to undo a nudge.
 	setGCPercent func(int) int
-	release      func()                               // return memory to the OS (debug.FreeOSMemory)
-	afterFunc    func(d time.Duration, f func()) stop // time.AfterFunc
+	release      func() // return memory to the OS (debug.FreeOSMemory)
 }
-
-// stop cancels a timer armed with env.afterFunc.
-type stop func() bool
 
 // realEnv is the environment over the Go runtime.
 func realEnv() env {
@@ -50,9 +46,6 @@ func realEnv() env {
 		gcCPU:        newCPUReader().read,
 		setGCPercent: debug.SetGCPercent,
 		release:      debug.FreeOSMemory,
-		afterFunc: func(d time.Duration, f func()) stop {
-			return time.AfterFunc(d, f).Stop
-		},
 	}
 }
 

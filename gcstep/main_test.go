@@ -6,8 +6,8 @@ import (
 	"go.uber.org/goleak"
 )
 
-// The release tier runs on timer goroutines and background cycles restore
-// GOGC from the runtime's cleanup goroutine: none may outlive the tests.
+// Background cycles restore GOGC from the runtime's cleanup goroutine: it
+// must not outlive the tests.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }

@@ -32,7 +32,8 @@ func TestIdleProgramRunsNoCycle(t *testing.T) {
 	equal(t, "steps", rt.Stats().Steps, 1_000_000)
 	equal(t, "inline cycles", w.gcs, 0)
 	equal(t, "background cycles", w.nudges, 0)
-	equal(t, "release timers armed", w.pending(), 0)
+	_, armed := rt.NextStep()
+	equal(t, "release armed", armed, false)
 }
 
 func TestCollectsOnceAllocatedEnough(t *testing.T) {
@@ -120,7 +121,9 @@ func TestInlineOnlyWhenTheEstimateFits(t *testing.T) {
 }
 
 func TestCostEstimateLearnsAndRelaxes(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(1), WithBackground(false))
+	// The clock jumps seconds ahead with nothing allocated: without
+	// WithReleaseDelay(0) that step would be the slow tier's release.
+	w, rt := newTest(t, WithCPUCap(1), WithBackground(false), WithReleaseDelay(0))
 
 	// One cycle sixteen times slower than the model (a cycle that waited
 	// for a busy core) is a tail event: the estimate stays where the
@@ -232,8 +235,8 @@ func TestCPUCapHolds(t *testing.T) {
 }
 
 func TestCPUCapChargesBackgroundCycles(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(0.01)) // bucket: 10 ms
-	w.r.live = 64 * mib                   // estimate 64 ms: more than the bucket
+	w, rt := newTest(t, WithCPUCap(0.01), WithReleaseDelay(0)) // bucket: 10 ms; no release tier while the clock jumps
+	w.r.live = 64 * mib                                        // estimate 64 ms: more than the bucket
 	w.alloc(32 * mib)
 	rt.Step(ms)
 	mustEqual(t, "background cycles from a full bucket", w.nudges, 1)
@@ -255,34 +258,51 @@ func TestReleaseAfterIdleStretch(t *testing.T) {
 	w, rt := newTest(t, WithReleaseDelay(time.Second))
 	w.alloc(2 * mib)
 	rt.Step(ms)
-	mustEqual(t, "timers armed by allocation", w.pending(), 1)
+	d, armed := rt.NextStep()
+	mustEqual(t, "armed by allocation", armed, true)
+	// A second from the step that saw the allocation, less the inline
+	// cycle that step ran.
+	equal(t, "NextStep", d, time.Second-w.gcCost)
 
-	// Still allocating when it fires: it waits for the rest of the delay.
+	// Still allocating half way: the stretch starts again.
 	w.t += 500 * ms
 	w.alloc(kib)
-	lastAlloc := w.t
 	rt.Step(ms)
-	mustEqual(t, "fired", w.fireNext(), true)
+	d, _ = rt.NextStep()
+	equal(t, "NextStep after more allocation", d, time.Second)
+	equal(t, "inline cycles", w.gcs, 1)
+	w.t += 999 * ms
+	rt.Step(ms)
 	equal(t, "releases before the delay", w.releases, 0)
-	mustEqual(t, "timers re-armed", w.pending(), 1)
-	mustEqual(t, "fired", w.fireNext(), true)
+
+	// Due: a zero budget only says so; a step makes the release.
+	w.t += ms
+	d, armed = rt.NextStep()
+	equal(t, "NextStep when due", d, time.Duration(0))
+	equal(t, "armed when due", armed, true)
+	equal(t, "more on a zero budget", rt.Step(0), true)
+	equal(t, "releases on a zero budget", w.releases, 0)
+	equal(t, "more after the release", rt.Step(ms), false)
 	equal(t, "releases", w.releases, 1)
-	equal(t, "release time", w.t, lastAlloc+time.Second)
 	s := rt.Stats()
 	equal(t, "Stats.Releases", s.Releases, 1)
 	equal(t, "Stats.ReleasedBytes", s.ReleasedBytes, 3<<20)
 
-	// Once per idle stretch: steps without allocation arm nothing.
+	// Once per idle stretch: steps without allocation release nothing.
 	for range 100 {
 		w.t += 100 * ms
 		rt.Step(ms)
 	}
-	equal(t, "timers armed while idle", w.pending(), 0)
+	equal(t, "releases while idle", w.releases, 1)
+	_, armed = rt.NextStep()
+	equal(t, "armed while idle", armed, false)
 	w.alloc(2 * mib)
 	rt.Step(ms)
-	equal(t, "timers armed by the next stretch", w.pending(), 1)
+	_, armed = rt.NextStep()
+	equal(t, "armed by the next stretch", armed, true)
 	rt.Close()
-	equal(t, "timers armed after Close", w.pending(), 0)
+	_, armed = rt.NextStep()
+	equal(t, "armed after Close", armed, false)
 }
 
 func TestReleaseNeedsAllocation(t *testing.T) {
@@ -290,18 +310,19 @@ func TestReleaseNeedsAllocation(t *testing.T) {
 		name  string
 		delay time.Duration
 		alloc uint64
-		want  int
+		want  bool
 	}{
-		{"little allocation", time.Second, mib - 1, 0},
-		{"enough allocation", time.Second, mib, 1},
-		{"tier disabled", 0, 8 * mib, 0},
+		{"little allocation", time.Second, mib - 1, false},
+		{"enough allocation", time.Second, mib, true},
+		{"tier disabled", 0, 8 * mib, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w, rt := newTest(t, WithReleaseDelay(tt.delay))
 			w.alloc(tt.alloc)
 			rt.Step(ms)
-			equal(t, "timers armed", w.pending(), tt.want)
+			_, armed := rt.NextStep()
+			equal(t, "armed", armed, tt.want)
 		})
 	}
 }

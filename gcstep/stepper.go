@@ -12,13 +12,27 @@ type Stepper interface {
 	Step(budget time.Duration) (more bool)
 }
 
+// A Deferred is a Stepper whose work can fall due while its caller stays
+// idle and nothing else happens: the Runtime stepper's slow tier, which
+// returns memory to the operating system once the program has allocated
+// nothing for a while. A caller about to block with nothing to do bounds
+// its wait by NextStep and calls Step when the wait ends; package poller
+// does this. A caller that never does simply never gets that work done.
+type Deferred interface {
+	Stepper
+	// NextStep reports how long from now Step will have work even if
+	// nothing else happens (zero: now), and false if it will not.
+	NextStep() (d time.Duration, ok bool)
+}
+
 // Func adapts an ordinary function to the Stepper interface.
 type Func func(budget time.Duration) (more bool)
 
 // Step calls f(budget).
 func (f Func) Step(budget time.Duration) bool { return f(budget) }
 
-// Chain returns a Stepper that offers each step to the given steppers in
+// Chain returns a Stepper (a Deferred: its NextStep is the earliest of its
+// Deferred members') that offers each step to the given steppers in
 // order (put the runtime stepper first, application steppers such as cache
 // trimming after it) and reports more while any of them has work left.
 //
@@ -53,4 +67,19 @@ func (c chain) Step(budget time.Duration) bool {
 		}
 	}
 	return more
+}
+
+// NextStep implements Deferred: the earliest NextStep of the steppers in
+// the chain that are Deferred.
+func (c chain) NextStep() (time.Duration, bool) {
+	var next time.Duration
+	found := false
+	for _, s := range c.s {
+		if d, ok := s.(Deferred); ok {
+			if n, ok := d.NextStep(); ok && (!found || n < next) {
+				next, found = n, true
+			}
+		}
+	}
+	return next, found
 }
