@@ -35,60 +35,99 @@ type idler struct {
 // when a step reports no more, and then takes no step until the caller sets
 // it again (a one-shot call at every call, a Loop after dispatching events).
 //
+// A stepper that is a gcstep.Deferred may have work fall due while the
+// program sleeps (the runtime stepper's release of memory to the OS): the
+// blocking wait then ends no later than its NextStep, steps, and waits on
+// for what is left of the timeout. That keeps the deferred work on the
+// loop's own wait, with no timer or goroutine of the stepper's.
+//
 // The caller holds the lock, if there is one; it holds it again on return.
 func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll waitFunc) (int, error) {
 	if timeout == 0 {
 		return d.zero(poll)
 	}
-	if d.stepper != nil && *mayStep {
-		var deadline time.Time
-		if timeout > 0 {
-			deadline = time.Now().Add(timeout)
-		}
-		polled := false // a zero-timeout poll came after the last step
-		if !stepFirst {
-			if n, err := d.zero(poll); n != 0 || err != nil {
-				return n, err
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	for {
+		if d.stepper != nil && *mayStep {
+			polled := false // a zero-timeout poll came after the last step
+			if !stepFirst {
+				if n, err := d.zero(poll); n != 0 || err != nil {
+					return n, err
+				}
+				polled = true
 			}
-			polled = true
-		}
-		for {
-			if d.lock != nil && d.lock.Contended() {
-				break
-			}
-			budget := d.budget
-			if timeout > 0 {
-				left := time.Until(deadline)
-				if left < budget {
+			for {
+				if d.lock != nil && d.lock.Contended() {
+					break
+				}
+				budget := d.budget
+				if timeout > 0 && time.Until(deadline) < budget {
+					break
+				}
+				more := d.step(budget)
+				if n, err := d.zero(poll); n != 0 || err != nil {
+					return n, err
+				}
+				polled = true
+				if !more {
+					*mayStep = false
 					break
 				}
 			}
-			more := d.step(budget)
-			if n, err := d.zero(poll); n != 0 || err != nil {
-				return n, err
-			}
-			polled = true
-			if !more {
-				*mayStep = false
-				break
+			if timeout > 0 {
+				timeout = time.Until(deadline)
+				if timeout <= 0 {
+					if polled {
+						// The last poll was a zero-timeout one,
+						// after the last step: the deadline has
+						// been honoured.
+						return 0, nil
+					}
+					// Stepping first, the deadline passed before
+					// any step or poll: look once, or a ready fd
+					// would be reported as a timeout.
+					return d.zero(poll)
+				}
 			}
 		}
+		wait, deferred := d.deferred(timeout)
+		n, err := d.block(wait, poll)
+		if n != 0 || err != nil || !deferred {
+			return n, err
+		}
+		// The stepper's deferred work is due: step for it, then wait
+		// on for what is left.
+		*mayStep, stepFirst = true, true
 		if timeout > 0 {
-			timeout = time.Until(deadline)
-			if timeout <= 0 {
-				if polled {
-					// The last poll was a zero-timeout one, after
-					// the last step: the deadline has been honoured.
-					return 0, nil
-				}
-				// Stepping first, the deadline passed before any
-				// step or poll: look once, or a ready fd would be
-				// reported as a timeout.
-				return d.zero(poll)
+			if timeout = time.Until(deadline); timeout <= 0 {
+				return 0, nil // the last wait ran to the deadline
 			}
 		}
 	}
-	return d.block(timeout, poll)
+}
+
+// deferred bounds a blocking wait of timeout (nonzero) by the stepper's
+// deferred work, if it has any and may do it (nobody waits for the lock).
+// It reports the wait to make and whether it was shortened for that work.
+// A wait is never shortened below one step budget, so work that is due but
+// cannot be done now cannot make the caller spin.
+func (d *idler) deferred(timeout time.Duration) (time.Duration, bool) {
+	ds, ok := d.stepper.(gcstep.Deferred)
+	if !ok || d.lock != nil && d.lock.Contended() {
+		return timeout, false
+	}
+	next, ok := ds.NextStep()
+	if !ok {
+		return timeout, false
+	}
+	next = max(next, d.budget)
+	if timeout > 0 && timeout <= next {
+		return timeout, false
+	}
+	return next, true
 }
 
 // step runs one Step and accounts for it.
