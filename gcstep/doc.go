@@ -23,7 +23,15 @@
 //			n = poll(fds, 0)
 //		}
 //		if n == 0 {
-//			n = poll(fds, -1) // nothing ready, nothing to collect: block
+//			// Nothing ready, nothing to collect: block, but no longer
+//			// than until the slow tier's release falls due.
+//			timeout := time.Duration(-1)
+//			if d, ok := rt.NextStep(); ok {
+//				timeout = d
+//			}
+//			if n = poll(fds, timeout); n == 0 {
+//				rt.Step(time.Millisecond) // the release
+//			}
 //		}
 //		// handle the ready fds
 //	}
