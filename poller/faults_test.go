@@ -69,6 +69,14 @@ func injectWaits(t *testing.T, f waitFault) *waitCalls {
 		}
 		return nil
 	}
+	faultWaits(t, fault)
+	return calls
+}
+
+// faultWaits makes every wait of the system-call table (poll, select and,
+// where there is one, epoll) call fault first and fail with what it
+// returns; errSpurious stands for an early return with nothing ready.
+func faultWaits(t *testing.T, fault func() error) {
 	real := sys
 	withSys(t, func(s *sysTable) {
 		s.poll = func(fds []unix.PollFd, d time.Duration) (int, error) {
@@ -85,7 +93,6 @@ func injectWaits(t *testing.T, f waitFault) *waitCalls {
 		}
 		faultEpoll(s, &real, fault)
 	})
-	return calls
 }
 
 // A waitTarget is one waiting call of the package, made ready by a byte

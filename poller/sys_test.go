@@ -237,22 +237,7 @@ func TestFaultLoopSpuriousWakeups(t *testing.T) {
 				}
 				return nil
 			}
-			real := sys
-			withSys(t, func(s *sysTable) {
-				s.poll = func(fds []unix.PollFd, d time.Duration) (int, error) {
-					if err := fault(); err != nil {
-						return spurious(err)
-					}
-					return real.poll(fds, d)
-				}
-				s.sel = func(n int, r, w, e *unix.FdSet, d time.Duration) (int, error) {
-					if err := fault(); err != nil {
-						return spurious(err)
-					}
-					return real.sel(n, r, w, e, d)
-				}
-				faultEpoll(s, &real, fault)
-			})
+			faultWaits(t, fault)
 			r, w := testPipe(t)
 			l, err := NewLoop(WithBackend(b))
 			require.NoError(t, err)
