@@ -211,17 +211,7 @@ func createJoinMutex(n int) int {
 }
 
 func BenchmarkCreateJoin(b *testing.B) {
-	for _, impl := range []struct {
-		name string
-		run  func(int) int
-	}{{"gvl", createJoinGVL}, {"mutex", createJoinMutex}} {
-		b.Run("impl="+impl.name, func(b *testing.B) {
-			b.ReportAllocs()
-			if got := impl.run(b.N); got != b.N {
-				b.Fatalf("%d goroutines ran, want %d", got, b.N)
-			}
-		})
-	}
+	benchCounted(b, "goroutines ran", namedRun{"gvl", createJoinGVL}, namedRun{"mutex", createJoinMutex})
 }
 
 // ---- alive_check: poll a new goroutine's liveness, passing meanwhile ----
@@ -382,17 +372,7 @@ func queueChan(n int) (inOrder int) {
 }
 
 func BenchmarkQueue(b *testing.B) {
-	for _, impl := range []struct {
-		name string
-		run  func(int) int
-	}{{"gvl", queueGVL}, {"chan", queueChan}} {
-		b.Run("impl="+impl.name, func(b *testing.B) {
-			b.ReportAllocs()
-			if got := impl.run(b.N); got != b.N {
-				b.Fatalf("%d items in order, want %d", got, b.N)
-			}
-		})
-	}
+	benchCounted(b, "items in order", namedRun{"gvl", queueGVL}, namedRun{"chan", queueChan})
 }
 
 // ---- condvar: two goroutines signalling each other (vm_thread_condvar1) ----
@@ -461,14 +441,25 @@ func condvarCond(n int) (turns int) {
 }
 
 func BenchmarkCondvar(b *testing.B) {
-	for _, impl := range []struct {
-		name string
-		run  func(int) int
-	}{{"gvl", condvarGVL}, {"cond", condvarCond}} {
+	benchCounted(b, "turns", namedRun{"gvl", condvarGVL}, namedRun{"cond", condvarCond})
+}
+
+// A namedRun is one implementation of a workload: run does n units of work
+// and returns how many it saw completed.
+type namedRun struct {
+	name string
+	run  func(n int) int
+}
+
+// benchCounted runs each implementation as the sub-benchmark impl=name and
+// fails it unless all b.N units completed; what names the unit in the
+// failure message.
+func benchCounted(b *testing.B, what string, impls ...namedRun) {
+	for _, impl := range impls {
 		b.Run("impl="+impl.name, func(b *testing.B) {
 			b.ReportAllocs()
 			if got := impl.run(b.N); got != b.N {
-				b.Fatalf("%d turns, want %d", got, b.N)
+				b.Fatalf("%d %s, want %d", got, what, b.N)
 			}
 		})
 	}
