@@ -29,7 +29,10 @@
 //			if d, ok := rt.NextStep(); ok {
 //				timeout = d
 //			}
-//			if n = poll(fds, timeout); n == 0 {
+//			start := time.Now()
+//			n = poll(fds, timeout)
+//			rt.Idled(time.Since(start)) // the CPU cap is earned from idle time
+//			if n == 0 {
 //				rt.Step(time.Millisecond) // the release
 //			}
 //		}

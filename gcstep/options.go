@@ -17,7 +17,7 @@ type Option func(*config)
 type config struct {
 	minGarbage   uint64        // collect once at least this many bytes were allocated since the last cycle...
 	liveRatio    float64       // ...and at least this fraction of the live heap
-	cpuCap       float64       // share of wall time idle collection may use
+	cpuCap       float64       // share of idle time (wall time if none is reported) idle collection may use
 	capWindow    time.Duration // the cap is a token bucket holding cpuCap*capWindow
 	background   bool          // may start cycles that do not fit the budget
 	releaseDelay time.Duration // idle time before memory goes back to the OS; 0 disables
@@ -25,17 +25,21 @@ type config struct {
 
 func defaults() config {
 	return config{
-		// 1 MiB of garbage per idle cycle is where the urandom demo
-		// reaches most of the memory win for the least time; below it
-		// every cycle's fixed cost (two stop-the-world phases, waking
-		// the mark workers, sweeping) is paid for less and less memory.
+		// See WithMinGarbage.
 		minGarbage: DefaultMinGarbage,
 		// See WithLiveRatio.
 		liveRatio: DefaultLiveRatio,
 		cpuCap:    DefaultCPUCap,
-		// A one-second window lets a burst of idle cycles through after
-		// a quiet period and still holds the share over any longer run.
-		capWindow:    time.Second,
+		// The bucket holds what 100 ms of idle time earns (50 ms of
+		// collection at the default cap) and starts full. That covers
+		// the streak of slow cycles at the start of a run (on the
+		// urandom demo up to ten cycles of 3-6 ms in the first 50 ms)
+		// and lets a loop that is seldom idle spend only that much
+		// before its idle time has to pay. A one-second window (and a
+		// 30 % cap) let the benchmark ChunkLoop, a loop that is idle a
+		// fifth of the time, spend 300 ms of its first second
+		// collecting.
+		capWindow:    100 * time.Millisecond,
 		background:   true,
 		releaseDelay: DefaultReleaseDelay,
 	}
@@ -44,21 +48,27 @@ func defaults() config {
 // Defaults of the policy; the Option that changes each one says why it was
 // chosen.
 const (
-	DefaultMinGarbage   = 1 << 20
+	DefaultMinGarbage   = 512 << 10
 	DefaultLiveRatio    = 0.5
-	DefaultCPUCap       = 0.3
+	DefaultCPUCap       = 0.5
 	DefaultReleaseDelay = 1500 * time.Millisecond
 )
 
 // WithMinGarbage sets how many bytes the program must have allocated since
 // the last collection before an idle step collects again. Default
-// DefaultMinGarbage (1 MiB), from the urandom demo with inline cycles:
-// at 1 MiB peak RSS was 4.7 MB for about 320 cycles; at 2 MiB 5.7 MB for
-// 190; at 0.5 MiB 4.75 MB again (the collector's own memory dominates) for
-// 560; a cycle at every idle moment 4.1-4.5 MB for 1,100-1,250 cycles and
-// 2-5 times the wall time. This is also what re-arms the
-// stepper: a program that allocates nothing never reaches it, so it runs
-// no cycle however often Step is called. It panics if n is zero.
+// DefaultMinGarbage (512 KiB), from the urandom demo (GOGC=100, inline
+// cycles, medians of 7 to 11 interleaved runs; the plain loop peaks at
+// 8.2 MiB, the same loop with no garbage at 3.4 MiB): at 1 MiB peak RSS
+// was 5.4 MiB for 93 cycles at 0.96-1.04 times the plain loop's wall
+// time; at 768 KiB 5.2 MiB for 124 cycles at 1.04; at 512 KiB 4.8-4.9 MiB
+// for 184 cycles at 0.99-1.05; at 448 KiB 5.0 MiB for 209 cycles at 1.08,
+// and at 384 KiB 5.1 MiB for 241 cycles at 1.25. Below 512 KiB the
+// collector's own memory (mark queues, page-allocator metadata, about
+// 0.8 MiB that a program that never collects does not have) dominates and
+// every cycle's fixed cost is paid for less and less memory. This is also
+// what re-arms the stepper: a program that allocates nothing never
+// reaches it, so it runs no cycle however often Step is called. It panics
+// if n is zero.
 func WithMinGarbage(n uint64) Option {
 	return func(c *config) {
 		if n == 0 {
@@ -88,27 +98,34 @@ func WithLiveRatio(r float64) Option {
 	}
 }
 
-// WithCPUCap sets the share of wall time that idle collection may take,
-// between 0 (exclusive) and 1. The share is kept by a token bucket: time
-// is earned at this rate up to one second's worth; an inline cycle pays
-// the wall time it took; a background cycle pays the estimate of an inline
-// one when it starts, settled when it ends against the collector's CPU
-// time measured meanwhile (marking on otherwise idle Ps excepted: it costs
-// the program nothing). A cycle dearer than estimated leaves a debt that
-// is paid before the next one, so the share holds over any run longer than
-// a few cycles.
+// WithCPUCap sets the share of its caller's idle time that idle
+// collection may take, between 0 (exclusive) and 1. The share is kept by a
+// token bucket: time is earned at this rate from the idle time the caller
+// reports through Idled (see IdleObserver; package poller reports the time
+// every blocking wait took), or from wall time if the caller never reports
+// any, up to 100 ms worth, and the bucket starts full. An inline cycle
+// pays the wall time it took; a background cycle pays the estimate of an
+// inline one when it starts, settled when it ends against the collector's
+// CPU time measured meanwhile (marking on otherwise idle Ps excepted: it
+// costs the program nothing). A cycle dearer than estimated leaves a debt
+// that is paid before the next one, so the share holds over any run
+// longer than a few cycles.
 //
-// Default DefaultCPUCap (30 %), more than one would like to name, chosen
-// from measurements: on the urandom demo an inline cycle costs about
-// 0.3 ms on a quiet 2-core machine, and the memory win needs one per MiB
-// allocated, about a fifth of the run's wall time. That time is spent
-// while the loop has nothing to do, so the run was not slower (1.04x);
-// with a 10 % cap most cycles were declined and peak RSS stayed near where
-// the pacer alone puts it (7.9 MB against 5.1 MB at GOGC=100). On a loaded
-// machine, where the estimate sends most cycles to the background and
-// those cost little CPU, caps of 5 to 30 % performed alike. Lower it for a
-// loop that is busy most of the time, where a cycle run in a short idle
-// gap delays the next event.
+// Why idle time and not wall time: an idle step in a loop that is busy
+// most of the time (a peer keeps it fed, and it catches up only for
+// moments) delays the loop by the whole cycle, and that loop is the
+// program's bottleneck. Earned from wall time, a 30 % cap let the
+// benchmark ChunkLoop (idle a fifth of the time) run 1.4-1.9 times
+// slower with stepping on; earned from idle time, 1.18 times. A loop
+// that is idle most of the time, like the urandom demo's, earns about as
+// much either way.
+//
+// Default DefaultCPUCap (50 % of idle time). The urandom demo's cycles
+// take about 27 % of its loop's idle time (75 ms of 276 ms); at a 30 %
+// cap, slow cycles early in a run left debts that declined more than a
+// thousand cycles and the peak went back to where the pacer alone puts
+// it (7.9 MiB against 4.8 MiB). Lower it for a loop whose idle moments
+// are too short for a cycle: what a cycle overruns, the loop pays.
 //
 // With GOGC=off the stepper is the only collector: a cycle the cap
 // declines is not made up by the runtime, so the heap grows; keep a

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,9 +33,11 @@ import (
 //     WithBackground): the pacer is lowered so the runtime starts a
 //     concurrent cycle at the next allocation, and restored when it ends.
 //  5. Both kinds of cycle draw on a CPU cap (WithCPUCap): a step declines
-//     when idle collection has used its share of wall time (inline cycles
-//     are charged their wall time, background ones the collector's CPU
-//     time they caused).
+//     when idle collection has used its share of the caller's idle time,
+//     which the caller reports through Idled (the IdleObserver interface;
+//     package poller reports every wait that blocked), or, from a caller
+//     that reports none, of wall time. Inline cycles are charged their
+//     wall time, background ones the collector's CPU time they caused.
 //  6. A slower tier returns free memory to the operating system once the
 //     program has allocated nothing for WithReleaseDelay, once per idle
 //     stretch (see WithReleaseDelay). It runs in a Step, like everything
@@ -44,8 +47,8 @@ import (
 //
 // Step is safe for concurrent use: a call made while another goroutine is
 // stepping returns false at once without doing anything, since the other
-// caller is already doing the work there is. Stats may be called at any
-// time.
+// caller is already doing the work there is. Idled, NextStep and Stats may
+// be called at any time.
 type Runtime struct {
 	env env
 	cfg config
@@ -59,13 +62,21 @@ type Runtime struct {
 	tokens   time.Duration // CPU-cap bucket: collection time still allowed
 	tokensAt time.Duration // when tokens was last refilled
 
+	// idle is the idle time reported by Idled since the last refill, in
+	// nanoseconds, and idleFed whether any was ever reported: from then
+	// on the bucket is refilled from idle time, not wall time. Atomic,
+	// not under mu: Idled is called after every blocking wait, also while
+	// another goroutine steps.
+	idle    atomic.Int64
+	idleFed atomic.Bool
+
 	// ratios holds the cost ratios (measured / modelled inline cycle
 	// time) of the last costWindow inline cycles, oldest overwritten
 	// first, starting as costWindow priors of 1 (the model); factor is
-	// their median, the learnt cost factor.
+	// their lower quartile (see costRank), the learnt cost factor.
 	ratios   [costWindow]float64
 	nextRat  int           // the slot the next measurement overwrites
-	factor   float64       // median of ratios
+	factor   float64       // lower quartile of ratios
 	factorAt time.Duration // when the last ratio was measured
 
 	nudged      bool          // a background cycle was requested and GOGC is lowered
@@ -127,21 +138,29 @@ const (
 	// planFactor is the part of the budget an inline cycle may plan to use.
 	planFactor = 0.9
 	// factorHalfLife is how fast a pessimistic cost factor (> 1) relaxes
-	// back to the model when no inline cycle runs to measure it: slow
-	// cycles on a loaded machine must not stop inline cycles forever.
-	factorHalfLife = 250 * time.Millisecond
-	// costWindow is how many recent inline cycles the factor is the
-	// median of. A median, not a mean: inline cycle times have a heavy
-	// tail whenever another goroutine is runnable (runtime.GC yields the
-	// processor between the spans it sweeps), measured on the urandom
-	// demo's loop as p50 0.18 ms, p90 0.5 ms, p99 3.5 ms, max 9 ms. A
-	// log-space average that gives a new cycle a weight of 0.3 moves 2.3
-	// times towards a cycle 16 times slower than the model, so two tail
-	// cycles close together took a 0.25 ms estimate past a 1 ms budget and
-	// turned inline cycles off until it relaxed. With the median the
-	// estimate follows the typical cycle and moves only once most recent
-	// cycles are slow.
-	costWindow = 5
+	// back to the model when no inline cycle runs to measure it. Slow
+	// cycles come in streaks (a busy machine, a burst of scheduling
+	// delay) that pass within milliseconds; a pessimistic estimate that
+	// outlived them sent the rest of a short run to background cycles,
+	// which on the urandom demo held more memory for more time. At 50 ms
+	// a factor of 16 is back under 4 in 100 ms, and a machine that stays
+	// slow costs one overrunning probe cycle per ~100 ms.
+	factorHalfLife = 50 * time.Millisecond
+	// costWindow is how many recent inline cycles the factor is taken
+	// from, and costRank which of them, in ascending order: the third
+	// fastest of nine, a lower quartile. Inline cycle times have a heavy
+	// tail that is not the cycle's own work: runtime.GC waits for every
+	// processor to reach a safe point, and when another goroutine is in
+	// a system call its processor is handed to a thread that must first
+	// be scheduled by the kernel. On the urandom demo's loop, 2 cores,
+	// the cycles took p50 0.3 ms and p90 2-3 ms, with streaks of
+	// 3-6 ms cycles in the first 50 ms of a run. A mean follows the
+	// tail; the median of five flipped to "does not fit" after three
+	// slow cycles and stayed there for the rest of the run. The lower
+	// quartile of nine moves only when seven of the last nine cycles
+	// were slow: the machine, not a streak.
+	costWindow = 9
+	costRank   = 2
 )
 
 // NewRuntime returns a Stepper over the Go runtime with the policy
@@ -309,7 +328,7 @@ func model(live uint64) time.Duration {
 }
 
 // learn adds the cost ratio of an inline cycle measured at now to the
-// window and makes the factor their median. The ratios already there
+// window and makes the factor their lower quartile. The ratios already there
 // first relax as currentFactor relaxes the factor, so old evidence of a
 // slow machine weighs no more than the time since it was seen allows.
 func (rt *Runtime) learn(ratio float64, now time.Duration) {
@@ -320,7 +339,7 @@ func (rt *Runtime) learn(ratio float64, now time.Duration) {
 	rt.nextRat = (rt.nextRat + 1) % costWindow
 	sorted := rt.ratios
 	slices.Sort(sorted[:])
-	rt.factor = sorted[costWindow/2]
+	rt.factor = sorted[costRank]
 	rt.factorAt = now
 }
 
@@ -349,13 +368,30 @@ func (rt *Runtime) capacity() time.Duration {
 	return time.Duration(rt.cfg.cpuCap * float64(rt.cfg.capWindow))
 }
 
-// refill credits the CPU-cap bucket with cpuCap of the wall time elapsed.
+// refill credits the CPU-cap bucket with cpuCap of the idle time reported
+// since the last refill, or, if no caller ever reported idle time, of the
+// wall time elapsed.
 func (rt *Runtime) refill(now time.Duration) {
-	if now > rt.tokensAt {
-		rt.tokens += time.Duration(rt.cfg.cpuCap * float64(now-rt.tokensAt))
-		rt.tokens = min(rt.tokens, rt.capacity())
+	earned := max(now-rt.tokensAt, 0)
+	if rt.idleFed.Load() {
+		earned = time.Duration(rt.idle.Swap(0))
 	}
+	rt.tokens += time.Duration(rt.cfg.cpuCap * float64(earned))
+	rt.tokens = min(rt.tokens, rt.capacity())
 	rt.tokensAt = now
+}
+
+// Idled implements IdleObserver: the caller spent d blocked with nothing
+// to do. From the first report on, the CPU cap is earned from reported
+// idle time instead of wall time (see WithCPUCap).
+func (rt *Runtime) Idled(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	rt.idle.Add(int64(d))
+	if !rt.idleFed.Load() {
+		rt.idleFed.Store(true)
+	}
 }
 
 // charge takes d from the CPU-cap bucket.

@@ -10,7 +10,10 @@ import (
 const (
 	kib = 1 << 10
 	mib = 1 << 20
-	ms  = time.Millisecond
+	// minG is the default collection threshold, which the rule tests
+	// step around.
+	minG = DefaultMinGarbage
+	ms   = time.Millisecond
 )
 
 func newTest(t *testing.T, opts ...Option) (*world, *Runtime) {
@@ -43,9 +46,9 @@ func TestCollectsOnceAllocatedEnough(t *testing.T) {
 		alloc uint64
 		want  int
 	}{
-		{"below MinGarbage", 0, mib - 1, 0},
-		{"at MinGarbage", 0, mib, 1},
-		{"small live heap: MinGarbage rules", 2 * mib, mib, 1},
+		{"below MinGarbage", 0, minG - 1, 0},
+		{"at MinGarbage", 0, minG, 1},
+		{"small live heap: MinGarbage rules", minG, minG, 1},
 		{"large live heap: below half of it", 64 * mib, 31 * mib, 0},
 		{"large live heap: half of it", 8 * mib, 4 * mib, 1},
 	}
@@ -87,7 +90,7 @@ func TestCycleRunByRuntimeResetsTheCount(t *testing.T) {
 	w.r.cycles++ // the runtime collected on its own
 	equal(t, "more", rt.Step(ms), false)
 	equal(t, "inline cycles", w.gcs, 0)
-	w.alloc(mib - 1)
+	w.alloc(minG - 1)
 	rt.Step(ms)
 	equal(t, "inline cycles below the threshold since the runtime's", w.gcs, 0)
 	w.alloc(1)
@@ -127,7 +130,8 @@ func TestCostEstimateLearnsAndRelaxes(t *testing.T) {
 
 	// One cycle sixteen times slower than the model (a cycle that waited
 	// for a busy core) is a tail event: the estimate stays where the
-	// median of the recent cycles puts it, and the next cycle runs inline.
+	// lower quartile of the recent cycles puts it, and the next cycle runs
+	// inline.
 	w.gcCost = 16 * modelFixed
 	w.alloc(mib)
 	rt.Step(ms)
@@ -139,16 +143,21 @@ func TestCostEstimateLearnsAndRelaxes(t *testing.T) {
 	rt.Step(ms)
 	mustEqual(t, "inline cycles after one slow one", w.gcs, 2)
 
-	// Once most recent cycles are slow, the estimate follows them, and
-	// a cycle that no longer fits the budget does not run inline.
+	// A streak of slow cycles moves it only once it fills all but
+	// costRank of the window (the fast cycle above and the priors are
+	// the rest): then the estimate follows them, and a cycle that no
+	// longer fits the budget does not run inline.
 	w.gcCost = 16 * modelFixed
-	for i := 0; i < costWindow; i++ {
+	slow := 0
+	for slow < costWindow {
 		w.alloc(mib)
 		rt.Step(ms)
+		slow++
 		if float64(rt.Stats().CostEstimate) > planFactor*float64(ms) {
 			break
 		}
 	}
+	equal(t, "slow cycles in a row before the estimate moved", slow, costWindow-costRank-1)
 	est = rt.Stats().CostEstimate
 	check(t, est > 8*modelFixed, "estimate %v after a run of slow cycles", est)
 	w.alloc(mib)
@@ -225,7 +234,7 @@ func TestCPUCapHolds(t *testing.T) {
 		}
 		s := rt.Stats()
 		// The bucket starts full: one window's worth on top of the share.
-		allowed := time.Duration(cpuCap * float64(w.t+time.Second))
+		allowed := time.Duration(cpuCap * float64(w.t+defaults().capWindow))
 		check(t, s.CycleTime <= allowed, "cap %v: spent %v, allowed %v", cpuCap, s.CycleTime, allowed)
 		if cpuCap < 0.5 { // above, the loop itself leaves less than the cap
 			check(t, s.CycleTime >= allowed*8/10, "cap %v: spent %v of %v: the share must be used", cpuCap, s.CycleTime, allowed)
@@ -235,7 +244,7 @@ func TestCPUCapHolds(t *testing.T) {
 }
 
 func TestCPUCapChargesBackgroundCycles(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(0.01), WithReleaseDelay(0)) // bucket: 10 ms; no release tier while the clock jumps
+	w, rt := newTest(t, WithCPUCap(0.01), WithReleaseDelay(0)) // bucket: 1 ms; no release tier while the clock jumps
 	w.r.live = 64 * mib                                        // estimate 64 ms: more than the bucket
 	w.alloc(32 * mib)
 	rt.Step(ms)
@@ -312,8 +321,8 @@ func TestReleaseNeedsAllocation(t *testing.T) {
 		alloc uint64
 		want  bool
 	}{
-		{"little allocation", time.Second, mib - 1, false},
-		{"enough allocation", time.Second, mib, true},
+		{"little allocation", time.Second, minG - 1, false},
+		{"enough allocation", time.Second, minG, true},
 		{"tier disabled", 0, 8 * mib, false},
 	}
 	for _, tt := range tests {
@@ -407,14 +416,14 @@ func TestZeroBudgetHonestAboutTheCap(t *testing.T) {
 }
 
 func TestBackgroundCycleChargedWhatItUsed(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(0.1)) // bucket: 100 ms
-	w.r.live = 64 * mib                  // estimate: 64 ms
+	w, rt := newTest(t, WithCPUCap(0.5)) // bucket: 50 ms
+	w.r.live = 16 * mib                  // estimate: about 16 ms
 	w.gcCPU = time.Hour
 	w.alloc(32 * mib)
 	rt.Step(ms)
 	mustEqual(t, "background cycles", w.nudges, 1)
 	est := rt.Stats().Charged
-	check(t, est > 50*ms && est < 100*ms, "charged %v in advance, want the estimate", est)
+	check(t, est > 16*ms && est < 17*ms, "charged %v in advance, want the estimate", est)
 	w.gcCPU += 5 * ms // the cycle was cheaper than estimated
 	w.r.cycles++
 	w.nudgeDone()
@@ -430,7 +439,7 @@ func TestBackgroundCycleChargedWhatItUsed(t *testing.T) {
 	rt.Step(ms)
 	equal(t, "Stats.Charged", rt.Stats().Charged, 505*ms)
 	w.alloc(32 * mib)
-	w.t += time.Second
+	w.t += 500 * ms // earns 250 ms of a debt of about 450
 	rt.Step(ms)
 	equal(t, "background cycles while in debt", w.nudges, 2)
 }
@@ -443,11 +452,11 @@ func TestBackgroundStartsAtHalfTheGarbage(t *testing.T) {
 		alloc      uint64
 		gcs, bgs   int
 	}{
-		{"fits: waits for the threshold", ms, true, mib / 2, 0, 0},
-		{"fits: inline at the threshold", ms, true, mib, 1, 0},
-		{"does not fit: background at half", time.Microsecond, true, mib / 2, 0, 1},
-		{"does not fit: nothing below half", time.Microsecond, true, mib/2 - 1, 0, 0},
-		{"no background: nothing at half", time.Microsecond, false, mib / 2, 0, 0},
+		{"fits: waits for the threshold", ms, true, minG / 2, 0, 0},
+		{"fits: inline at the threshold", ms, true, minG, 1, 0},
+		{"does not fit: background at half", time.Microsecond, true, minG / 2, 0, 1},
+		{"does not fit: nothing below half", time.Microsecond, true, minG/2 - 1, 0, 0},
+		{"no background: nothing at half", time.Microsecond, false, minG / 2, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -458,4 +467,36 @@ func TestBackgroundStartsAtHalfTheGarbage(t *testing.T) {
 			equal(t, "background cycles", w.nudges, tt.bgs)
 		})
 	}
+}
+
+func TestCapEarnedFromIdleTime(t *testing.T) {
+	// Bucket: 50 ms. Each cycle costs 40 ms, far above the model, but the
+	// estimate (a lower quartile) stays at the model: only the cap stops
+	// cycles here.
+	w, rt := newTest(t, WithCPUCap(0.5), WithBackground(false), WithReleaseDelay(0))
+	w.gcCost = 40 * ms
+	rt.Idled(0) // not a report: the cap is still earned from wall time
+	rt.Idled(-ms)
+	w.alloc(mib)
+	rt.Step(time.Second)
+	mustEqual(t, "inline cycles from the full bucket", w.gcs, 1)
+	w.alloc(mib)
+	w.t += time.Second // wall time earns the bucket back
+	rt.Step(time.Second)
+	mustEqual(t, "inline cycles after a second of wall time", w.gcs, 2)
+
+	// From the first report on, only reported idle time earns: a loop busy
+	// for a second between idle moments earned nothing.
+	rt.Idled(2 * ms)
+	w.alloc(mib)
+	rt.Step(time.Second) // 10 ms + 1 ms left: one more
+	mustEqual(t, "inline cycles", w.gcs, 3)
+	w.alloc(mib)
+	w.t += time.Second
+	rt.Step(time.Second) // 29 ms in debt
+	equal(t, "inline cycles after a busy second", w.gcs, 3)
+	equal(t, "Stats.DeclinedCap", rt.Stats().DeclinedCap, 1)
+	rt.Idled(60 * ms) // earns 30 ms
+	rt.Step(time.Second)
+	equal(t, "inline cycles once idle time paid the debt", w.gcs, 4)
 }

@@ -25,6 +25,20 @@ type Deferred interface {
 	NextStep() (d time.Duration, ok bool)
 }
 
+// An IdleObserver is a Stepper that wants to know how much time its caller
+// spends idle: blocked, waiting for something to happen, with nothing to
+// do. The Runtime stepper earns its CPU cap from that time (see
+// WithCPUCap), so that a loop that is seldom idle gets few idle cycles
+// however often it passes an idle moment. Package poller reports the
+// duration of every wait that blocked.
+type IdleObserver interface {
+	Stepper
+	// Idled reports that the caller just spent d blocked with nothing to
+	// do. It must be cheap and safe for concurrent use: it is called
+	// after every blocking wait.
+	Idled(d time.Duration)
+}
+
 // Func adapts an ordinary function to the Stepper interface.
 type Func func(budget time.Duration) (more bool)
 
@@ -32,7 +46,8 @@ type Func func(budget time.Duration) (more bool)
 func (f Func) Step(budget time.Duration) bool { return f(budget) }
 
 // Chain returns a Stepper (a Deferred: its NextStep is the earliest of its
-// Deferred members') that offers each step to the given steppers in
+// Deferred members'; an IdleObserver: it passes idle time on to its
+// members that observe it) that offers each step to the given steppers in
 // order (put the runtime stepper first, application steppers such as cache
 // trimming after it) and reports more while any of them has work left.
 //
@@ -82,4 +97,14 @@ func (c chain) NextStep() (time.Duration, bool) {
 		}
 	}
 	return next, found
+}
+
+// Idled implements IdleObserver: it reports d to every stepper in the
+// chain that is an IdleObserver.
+func (c chain) Idled(d time.Duration) {
+	for _, s := range c.s {
+		if o, ok := s.(IdleObserver); ok {
+			o.Idled(d)
+		}
+	}
 }

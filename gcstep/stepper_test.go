@@ -107,3 +107,21 @@ func TestFunc(t *testing.T) {
 	equal(t, "more", f.Step(7*ms), true)
 	equal(t, "budget", got, 7*ms)
 }
+
+// idleRecorder is a Stepper that observes idle time.
+type idleRecorder struct{ idle time.Duration }
+
+func (r *idleRecorder) Step(time.Duration) bool { return false }
+func (r *idleRecorder) Idled(d time.Duration)   { r.idle += d }
+
+func TestChainPassesIdleTimeOn(t *testing.T) {
+	clock := time.Unix(0, 0)
+	a, b := &idleRecorder{}, &idleRecorder{}
+	c := Chain(a, &recorder{clock: &clock}, nil, b)
+	o, ok := c.(IdleObserver)
+	mustEqual(t, "Chain is an IdleObserver", ok, true)
+	o.Idled(3 * ms)
+	o.Idled(2 * ms)
+	equal(t, "idle time of the first", a.idle, 5*ms)
+	equal(t, "idle time of the last", b.idle, 5*ms)
+}
