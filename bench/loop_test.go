@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/metrics"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -43,9 +44,10 @@ var chunkSink []byte
 
 // chunkResult is what a chunk loop did.
 type chunkResult struct {
-	bytes  int64
-	steps  uint64
-	cycles uint64 // GC cycles during the run, the runtime's and the stepper's
+	bytes   int64
+	steps   uint64
+	cycles  uint64        // GC cycles during the run, the runtime's and the stepper's
+	blocked time.Duration // time the loop spent blocked in the kernel: its idle time
 }
 
 func gcCyclesNow() uint64 {
@@ -153,7 +155,8 @@ func chunkLoopGVL(n int, st gcstep.Stepper) (chunkResult, error) {
 	runErr := loop.Run(ctx)
 	l.Release()
 	res.cycles = gcCyclesNow() - c0
-	res.steps = loop.Stats().Steps
+	ls := loop.Stats()
+	res.steps, res.blocked = ls.Steps, ls.BlockedTime
 	if errors.Is(runErr, context.Canceled) {
 		runErr = nil
 	}
@@ -199,6 +202,7 @@ func BenchmarkChunkLoop(b *testing.B) {
 		b.SetBytes(chunkSize)
 		b.ReportMetric(float64(res.cycles)/float64(b.N), "gc-cycles/op")
 		b.ReportMetric(float64(res.steps)/float64(b.N), "steps/op")
+		b.ReportMetric(float64(res.blocked.Nanoseconds())/float64(b.N), "idle-ns/op")
 	}
 	for _, step := range []string{"off", "on"} {
 		b.Run(fmt.Sprintf("impl=gvl/step=%s", step), func(b *testing.B) {

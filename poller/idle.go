@@ -145,12 +145,25 @@ func (d *idler) zero(poll waitFunc) (int, error) {
 	return d.c.restart(0, poll)
 }
 
-// block waits up to timeout (nonzero) with the lock released.
+// block waits up to timeout (nonzero) with the lock released. The time
+// the wait took, without the time spent getting the lock back, is idle
+// time: it is counted in Stats.BlockedTime and reported to a stepper that
+// is a gcstep.IdleObserver.
 func (d *idler) block(timeout time.Duration, poll waitFunc) (n int, err error) {
 	d.c.blockingPolls.Add(1)
-	if d.lock == nil {
-		return d.c.restart(timeout, poll)
+	wait := func() {
+		start := time.Now()
+		n, err = d.c.restart(timeout, poll)
+		blocked := time.Since(start)
+		d.c.blockedNanos.Add(uint64(blocked))
+		if o, ok := d.stepper.(gcstep.IdleObserver); ok {
+			o.Idled(blocked)
+		}
 	}
-	d.lock.Blocking(func() { n, err = d.c.restart(timeout, poll) })
+	if d.lock == nil {
+		wait()
+	} else {
+		d.lock.Blocking(wait)
+	}
 	return n, err
 }

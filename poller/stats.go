@@ -13,8 +13,11 @@ type Stats struct {
 	ZeroPolls uint64
 	// BlockingPolls counts waits that could block (a nonzero timeout); each
 	// released the lock, if there is one. EINTR restarts are not counted
-	// again.
+	// again. BlockedTime is the wall time they took together, not counting
+	// the time spent getting the lock back: the caller's idle time, which
+	// is also reported to a stepper that is a gcstep.IdleObserver.
 	BlockingPolls uint64
+	BlockedTime   time.Duration
 	// Events counts readiness reports: fds found ready by Mux calls, handler
 	// calls by a Loop.
 	Events uint64
@@ -42,6 +45,7 @@ type Stats struct {
 // counters is the live, concurrently updated form of Stats.
 type counters struct {
 	zeroPolls, blockingPolls, events     atomic.Uint64
+	blockedNanos                         atomic.Uint64
 	steps, stepNanos, timers             atomic.Uint64
 	wakeCalls, wakeups, restarts, spurio atomic.Uint64
 	syscalls                             atomic.Uint64
@@ -51,6 +55,7 @@ func (c *counters) snapshot() Stats {
 	return Stats{
 		ZeroPolls:     c.zeroPolls.Load(),
 		BlockingPolls: c.blockingPolls.Load(),
+		BlockedTime:   time.Duration(c.blockedNanos.Load()),
 		Events:        c.events.Load(),
 		Steps:         c.steps.Load(),
 		StepTime:      time.Duration(c.stepNanos.Load()),
