@@ -123,3 +123,42 @@ func TestRuntimeReleasesMemoryWhenIdle(t *testing.T) {
 	}
 	equal(t, "releases", rt.Stats().Releases, 1)
 }
+
+func TestRuntimeInlineCycleRestoresGOGC(t *testing.T) {
+	for _, percent := range []int{-1, 150} {
+		old := debug.SetGCPercent(percent)
+		rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1))
+		rt.Step(time.Hour) // start from a known state
+		before := rt.Stats().CyclesInline
+		cycles := gcCycles()
+		garbage(2 << 20)
+		rt.Step(time.Hour)
+		rt.Close()
+		now := debug.SetGCPercent(old)
+		equal(t, "GOGC after an inline cycle", now, percent)
+		equal(t, "inline cycles", rt.Stats().CyclesInline-before, 1)
+		check(t, gcCycles() > cycles, "GOGC=%d: the runtime counted no cycle", percent)
+	}
+}
+
+func TestInlinerCollects(t *testing.T) {
+	// What the inline cycle leaves: the garbage is unreachable and, once
+	// swept, no longer counted as live.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	in := newInliner()
+	in.cycle() // whatever the test binary left
+	live := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	keep := make([][]byte, 64) // 1 MiB, live until the KeepAlive below
+	for i := range keep {
+		keep[i] = make([]byte, 16<<10)
+	}
+	in.cycle()
+	withKeep := live()
+	runtime.KeepAlive(keep)
+	in.cycle()
+	check(t, live()+(512<<10) < withKeep, "live heap %d after dropping 1 MiB, %d before", live(), withKeep)
+}

@@ -22,13 +22,16 @@ import (
 //     allocates nothing gets no cycle however often it calls Step.
 //  3. It estimates what a cycle costs here and now (a model linear in the
 //     live heap, scaled by a factor learnt from the cycles it timed) and
-//     runs the cycle inline, with runtime.GC, only when the estimate fits
-//     in nine tenths of the budget (V8's idle-time handler plans the same
-//     way, with a margin because estimates are noisy). runtime.GC is
-//     dearer to its caller than an automatic cycle: it waits for the mark
-//     phase, then sweeps every span itself, work the runtime otherwise
-//     spreads over later allocations. On an idle caller that is the point:
-//     the memory is free before the next burst allocates.
+//     runs the cycle inline only when the estimate fits in nine tenths of
+//     the budget (V8's idle-time handler plans the same way, with a margin
+//     because estimates are noisy). Inline means the step starts the
+//     cycle and waits, parked, for its mark phase; the garbage is then
+//     swept by the runtime's background sweeper, or by the next
+//     allocations before they take new memory (see inliner for why not
+//     runtime.GC, which also sweeps, and spins while it waits). On an
+//     idle caller that is the point: the cycle runs while nothing else
+//     needs the caller, and the memory is free before the next burst
+//     allocates.
 //  4. A cycle that does not fit is started in the background (see
 //     WithBackground): the pacer is lowered so the runtime starts a
 //     concurrent cycle at the next allocation, and restored when it ends.
@@ -73,10 +76,10 @@ type Runtime struct {
 	// ratios holds the cost ratios (measured / modelled inline cycle
 	// time) of the last costWindow inline cycles, oldest overwritten
 	// first, starting as costWindow priors of 1 (the model); factor is
-	// their lower quartile (see costRank), the learnt cost factor.
+	// their median (see costRank), the learnt cost factor.
 	ratios   [costWindow]float64
 	nextRat  int           // the slot the next measurement overwrites
-	factor   float64       // lower quartile of ratios
+	factor   float64       // median of ratios
 	factorAt time.Duration // when the last ratio was measured
 
 	nudged      bool          // a background cycle was requested and GOGC is lowered
@@ -147,20 +150,21 @@ const (
 	// slow costs one overrunning probe cycle per ~100 ms.
 	factorHalfLife = 50 * time.Millisecond
 	// costWindow is how many recent inline cycles the factor is taken
-	// from, and costRank which of them, in ascending order: the third
-	// fastest of nine, a lower quartile. Inline cycle times have a heavy
-	// tail that is not the cycle's own work: runtime.GC waits for every
-	// processor to reach a safe point, and when another goroutine is in
-	// a system call its processor is handed to a thread that must first
-	// be scheduled by the kernel. On the urandom demo's loop, 2 cores,
-	// the cycles took p50 0.3 ms and p90 2-3 ms, with streaks of
-	// 3-6 ms cycles in the first 50 ms of a run. A mean follows the
-	// tail; the median of five flipped to "does not fit" after three
-	// slow cycles and stayed there for the rest of the run. The lower
-	// quartile of nine moves only when seven of the last nine cycles
-	// were slow: the machine, not a streak.
+	// from, and costRank which of them, in ascending order: the median
+	// of nine. Inline cycle times have a tail that is not the cycle's own
+	// work but the scheduler's: a mark phase waits for every P to reach a
+	// safe point, and a P whose goroutine is in a system call is handed
+	// to a thread the kernel must first schedule. Measured on the urandom
+	// demo's loop (2 cores, inline cycles as inliner runs them): p50
+	// 0.25-0.38 ms, p90 0.55-1.5 ms, p99 4-6 ms. A mean follows the tail;
+	// the median of five, with runtime.GC's own sweep wait in every
+	// cycle (then p90 2-3 ms, and streaks of 3-6 ms cycles in the first
+	// 50 ms of a run), flipped to "does not fit" after three slow cycles
+	// and, relaxing with a 250 ms half-life, stayed there for the rest of
+	// a half-second run. The median of nine moves once five of the last
+	// nine cycles were slow.
 	costWindow = 9
-	costRank   = 2
+	costRank   = costWindow / 2
 )
 
 // NewRuntime returns a Stepper over the Go runtime with the policy
@@ -328,7 +332,7 @@ func model(live uint64) time.Duration {
 }
 
 // learn adds the cost ratio of an inline cycle measured at now to the
-// window and makes the factor their lower quartile. The ratios already there
+// window and makes the factor their median. The ratios already there
 // first relax as currentFactor relaxes the factor, so old evidence of a
 // slow machine weighs no more than the time since it was seen allows.
 func (rt *Runtime) learn(ratio float64, now time.Duration) {

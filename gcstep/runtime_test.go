@@ -130,7 +130,7 @@ func TestCostEstimateLearnsAndRelaxes(t *testing.T) {
 
 	// One cycle sixteen times slower than the model (a cycle that waited
 	// for a busy core) is a tail event: the estimate stays where the
-	// lower quartile of the recent cycles puts it, and the next cycle runs
+	// median of the recent cycles puts it, and the next cycle runs
 	// inline.
 	w.gcCost = 16 * modelFixed
 	w.alloc(mib)
@@ -471,8 +471,8 @@ func TestBackgroundStartsAtHalfTheGarbage(t *testing.T) {
 
 func TestCapEarnedFromIdleTime(t *testing.T) {
 	// Bucket: 50 ms. Each cycle costs 40 ms, far above the model, but the
-	// estimate (a lower quartile) stays at the model: only the cap stops
-	// cycles here.
+	// estimate (the median of nine, at most four of them slow here) stays
+	// at the model: only the cap stops cycles here.
 	w, rt := newTest(t, WithCPUCap(0.5), WithBackground(false), WithReleaseDelay(0))
 	w.gcCost = 40 * ms
 	rt.Idled(0) // not a report: the cap is still earned from wall time
