@@ -25,7 +25,7 @@ func (w *world) env() env {
 	return env{
 		now:  func() time.Duration { return w.t },
 		read: func(r *reading) { *r = w.r },
-		gc: func() {
+		gc: func(time.Duration) {
 			w.gcs++
 			w.t += w.gcCost
 			w.r.cycles++

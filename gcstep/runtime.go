@@ -285,7 +285,7 @@ func (rt *Runtime) collect(budget, now time.Duration) (more bool) {
 		return true // a cycle is due and allowed; this step may not run it
 	}
 	if inline {
-		rt.inline(garbage, now)
+		rt.inline(garbage, budget, now)
 		return false
 	}
 	if !rt.cfg.background {
@@ -309,9 +309,9 @@ const backgroundEarly = 2
 
 // inline runs one whole cycle in the caller and learns its cost.
 // rt.mu must be held.
-func (rt *Runtime) inline(garbage uint64, start time.Duration) {
+func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 	live := rt.r.live
-	rt.env.gc()
+	rt.env.gc(budget)
 	end := rt.env.now()
 	d := end - start
 	rt.charge(d)

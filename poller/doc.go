@@ -15,7 +15,11 @@
 // Loop method that waits must hold it, and it is released only around a
 // wait that may block, through gvl.Lock.Blocking. The stepper is any
 // gcstep.Stepper given with WithStepper. Without a stepper the package is a
-// plain multiplexer; without a lock nobody is ever waiting.
+// plain multiplexer; without a lock nobody is ever waiting. A stepper that
+// is a gcstep.Deferred bounds how long a wait may block (its NextStep); one
+// that is a gcstep.IdleObserver is told how long each blocking wait took
+// (the caller's idle time, from which gcstep's runtime stepper earns its
+// CPU cap; Stats.BlockedTime adds them up).
 //
 // Backends: epoll (Linux, the default there), poll (ppoll(2) with a nil
 // signal mask on Linux, poll(2) on darwin and freebsd) and select. Every
