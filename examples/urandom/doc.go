@@ -60,12 +60,14 @@
 //
 // The table has one row per mode: mode, GOGC, peak RSS (and its ratio to the
 // off mode's), wall time (and its ratio), CPU time (user and system, the
-// whole process), GC cycles (of them, how many were forced, which in this
-// program means run by the idle stepper with runtime.GC), idle steps taken
-// by the loop, bytes read, and whether the digests matched. The JSON
-// objects carry the same numbers under the names mode, gogc,
-// peak_rss_bytes, wall_seconds, cpu_seconds, gc_cycles, forced_gc_cycles,
-// idle_steps, bytes, digest_ok, and also run, readers, chunk, digest and,
+// whole process), GC cycles (all of them, the runtime's and the
+// stepper's), stepper (of those, how many the idle mode's stepper ran or
+// started), idle steps taken by the loop, bytes read, and whether the
+// digests matched. The JSON objects carry the same numbers under the names
+// mode, gogc, peak_rss_bytes, wall_seconds, cpu_seconds, gc_cycles,
+// stepper_gc_cycles, idle_steps, bytes, digest_ok, and also
+// forced_gc_cycles (cycles started by runtime.GC), run, readers, chunk,
+// digest and,
 // for the loop modes, loop (the poller.Stats of the loop) and stepper (the
 // gcstep.Stats of the idle mode's runtime stepper). With -runs, the JSON
 // has one object per run and no medians.

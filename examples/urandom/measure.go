@@ -82,6 +82,10 @@ func measure(j job, progress io.Writer, label string) (result, error) {
 		}
 	}
 	got := d.sum()
+	var stepped uint64
+	if ls.stepper != nil {
+		stepped = ls.stepper.CyclesInline + ls.stepper.CyclesBackground
+	}
 	return result{
 		Mode:           j.mode,
 		PeakRSSBytes:   peak,
@@ -89,6 +93,7 @@ func measure(j job, progress io.Writer, label string) (result, error) {
 		CPUSeconds:     (cpu - cpu0).Seconds(),
 		GCCycles:       gc.total,
 		ForcedGCCycles: gc.forced,
+		StepperCycles:  stepped,
 		IdleSteps:      ls.steps,
 		Loop:           ls.loop,
 		Stepper:        ls.stepper,

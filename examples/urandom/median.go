@@ -45,6 +45,7 @@ func summarize(results []result, modes []mode) []result {
 		s.PeakRSSBytes = field(func(r result) uint64 { return r.PeakRSSBytes })
 		s.GCCycles = field(func(r result) uint64 { return r.GCCycles })
 		s.ForcedGCCycles = field(func(r result) uint64 { return r.ForcedGCCycles })
+		s.StepperCycles = field(func(r result) uint64 { return r.StepperCycles })
 		s.IdleSteps = field(func(r result) uint64 { return r.IdleSteps })
 		s.WallSeconds = median(mapRuns(runs, func(r result) float64 { return r.WallSeconds }))
 		s.CPUSeconds = median(mapRuns(runs, func(r result) float64 { return r.CPUSeconds }))

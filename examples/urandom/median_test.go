@@ -46,14 +46,14 @@ func TestMedianNoOverflow(t *testing.T) {
 func TestSummarize(t *testing.T) {
 	runs := []result{
 		{Mode: modeOff, Run: 1, PeakRSSBytes: 10, WallSeconds: 1.0, CPUSeconds: 2, Loop: &poller.Stats{Steps: 1}, GCCycles: 5, IdleSteps: 0, Bytes: 100, DigestOK: true, Digest: "a"},
-		{Mode: modeIdle, Run: 1, PeakRSSBytes: 4, WallSeconds: 1.2, GCCycles: 9, ForcedGCCycles: 3, IdleSteps: 70, Bytes: 100, DigestOK: true, Digest: "b"},
+		{Mode: modeIdle, Run: 1, PeakRSSBytes: 4, WallSeconds: 1.2, GCCycles: 9, ForcedGCCycles: 3, StepperCycles: 7, IdleSteps: 70, Bytes: 100, DigestOK: true, Digest: "b"},
 		{Mode: modeOff, Run: 2, PeakRSSBytes: 30, WallSeconds: 3.0, CPUSeconds: 4, GCCycles: 7, IdleSteps: 0, Bytes: 100, DigestOK: true, Digest: "c"},
-		{Mode: modeIdle, Run: 2, PeakRSSBytes: 6, WallSeconds: 1.0, GCCycles: 11, ForcedGCCycles: 5, IdleSteps: 90, Bytes: 100, DigestOK: false, Digest: "d"},
+		{Mode: modeIdle, Run: 2, PeakRSSBytes: 6, WallSeconds: 1.0, GCCycles: 11, ForcedGCCycles: 5, StepperCycles: 9, IdleSteps: 90, Bytes: 100, DigestOK: false, Digest: "d"},
 		{Mode: modeOff, Run: 3, PeakRSSBytes: 20, WallSeconds: 2.0, CPUSeconds: 3, GCCycles: 6, IdleSteps: 0, Bytes: 100, DigestOK: true, Digest: "e"},
 	}
 	got := summarize(runs, []mode{modeIdle, modeGoroutines, modeOff})
 	want := []result{
-		{Mode: modeIdle, PeakRSSBytes: 5, WallSeconds: 1.1, GCCycles: 10, ForcedGCCycles: 4, IdleSteps: 80, Bytes: 100, DigestOK: false},
+		{Mode: modeIdle, PeakRSSBytes: 5, WallSeconds: 1.1, GCCycles: 10, ForcedGCCycles: 4, StepperCycles: 8, IdleSteps: 80, Bytes: 100, DigestOK: false},
 		{Mode: modeOff, PeakRSSBytes: 20, WallSeconds: 2.0, CPUSeconds: 3, GCCycles: 6, Bytes: 100, DigestOK: true},
 	}
 	if len(got) != len(want) {

@@ -19,9 +19,10 @@ type result struct {
 	WallSeconds    float64 `json:"wall_seconds"`
 	CPUSeconds     float64 `json:"cpu_seconds"` // user and system, the whole process
 	GCCycles       uint64  `json:"gc_cycles"`
-	ForcedGCCycles uint64  `json:"forced_gc_cycles"` // started by runtime.GC: the idle stepper
-	IdleSteps      uint64  `json:"idle_steps"`       // Step calls by the loop
-	Bytes          int64   `json:"bytes"`            // bytes read
+	ForcedGCCycles uint64  `json:"forced_gc_cycles"`  // started by runtime.GC
+	StepperCycles  uint64  `json:"stepper_gc_cycles"` // run inline or started by the idle stepper
+	IdleSteps      uint64  `json:"idle_steps"`        // Step calls by the loop
+	Bytes          int64   `json:"bytes"`             // bytes read
 	DigestOK       bool    `json:"digest_ok"`
 	Digest         string  `json:"digest"` // SHA-256 of what was read, hex
 	Readers        int     `json:"readers"`

@@ -37,7 +37,7 @@ func writeTable(w io.Writer, c config, rows []result) error {
 	for _, m := range knownModes {
 		width = max(width, len(m))
 	}
-	fmt.Fprintf(tw, "%-*s\tGOGC\tpeak RSS\t×off\twall\t×off\tCPU\tGC cycles\tforced\tidle steps\tbytes\tdigest\t\n", width, "mode")
+	fmt.Fprintf(tw, "%-*s\tGOGC\tpeak RSS\t×off\twall\t×off\tCPU\tGC cycles\tstepper\tidle steps\tbytes\tdigest\t\n", width, "mode")
 	for _, r := range rows {
 		rssRatio, wallRatio := "-", "-"
 		if base != nil && base.PeakRSSBytes > 0 && base.WallSeconds > 0 {
@@ -48,13 +48,17 @@ func writeTable(w io.Writer, c config, rows []result) error {
 		if r.Mode == modeGoroutines {
 			steps = "-" // no loop, no idle point to step at
 		}
+		stepped := "-" // no stepper
+		if r.Mode == modeIdle {
+			stepped = formatCount(int64(r.StepperCycles))
+		}
 		digest := "ok"
 		if !r.DigestOK {
 			digest = "MISMATCH"
 		}
-		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%.2f s\t%s\t%.2f s\t%d\t%d\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%.2f s\t%s\t%.2f s\t%d\t%s\t%s\t%s\t%s\t\n",
 			width, r.Mode, r.GOGC, formatMiB(r.PeakRSSBytes), rssRatio, r.WallSeconds, wallRatio, r.CPUSeconds,
-			r.GCCycles, r.ForcedGCCycles, steps, formatCount(r.Bytes), digest)
+			r.GCCycles, stepped, steps, formatCount(r.Bytes), digest)
 	}
 	return tw.Flush()
 }
