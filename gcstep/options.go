@@ -30,13 +30,12 @@ func defaults() config {
 		// See WithLiveRatio.
 		liveRatio: DefaultLiveRatio,
 		cpuCap:    DefaultCPUCap,
-		// The bucket holds what 100 ms of idle time earns (50 ms of
-		// collection at the default cap) and starts full. That covers
-		// the streak of slow cycles at the start of a run (on the
-		// urandom demo up to ten cycles of 3-6 ms in the first 50 ms)
-		// and lets a loop that is seldom idle spend only that much
-		// before its idle time has to pay. A one-second window (and a
-		// 30 % cap) let the benchmark ChunkLoop, a loop that is idle a
+		// The bucket holds what 100 ms of idle time earns (30 ms of
+		// collection at the default cap) and starts full, so the first
+		// cycles of a run need not wait for idle time to be earned,
+		// and a loop that is seldom idle spends only that much before
+		// its idle time has to pay. A one-second window (and a 30 %
+		// cap) let the benchmark ChunkLoop, a loop that is idle a
 		// fifth of the time, spend 300 ms of its first second
 		// collecting.
 		capWindow:    100 * time.Millisecond,
@@ -48,22 +47,21 @@ func defaults() config {
 // Defaults of the policy; the Option that changes each one says why it was
 // chosen.
 const (
-	DefaultMinGarbage   = 512 << 10
+	DefaultMinGarbage   = 384 << 10
 	DefaultLiveRatio    = 0.5
-	DefaultCPUCap       = 0.5
+	DefaultCPUCap       = 0.3
 	DefaultReleaseDelay = 1500 * time.Millisecond
 )
 
 // WithMinGarbage sets how many bytes the program must have allocated since
 // the last collection before an idle step collects again. Default
-// DefaultMinGarbage (512 KiB), from the urandom demo (GOGC=100, inline
-// cycles, medians of 7 to 11 interleaved runs; the plain loop peaks at
-// 8.2 MiB, the same loop with no garbage at 3.4 MiB): at 1 MiB peak RSS
-// was 5.4 MiB for 93 cycles at 0.96-1.04 times the plain loop's wall
-// time; at 768 KiB 5.2 MiB for 124 cycles at 1.04; at 512 KiB 4.8-4.9 MiB
-// for 184 cycles at 0.99-1.05; at 448 KiB 5.0 MiB for 209 cycles at 1.08,
-// and at 384 KiB 5.1 MiB for 241 cycles at 1.25. Below 512 KiB the
-// collector's own memory (mark queues, page-allocator metadata, about
+// DefaultMinGarbage (384 KiB), the knee of the urandom demo's curve
+// (GOGC=100, inline cycles, medians of 7 interleaved runs; the plain loop
+// peaks at 8.2 MiB, the same loop making no garbage at 3.4 MiB): at 1 MiB
+// peak RSS was 5.4 MiB for 93 cycles taking 37 ms in all; at 768 KiB 5.2
+// MiB for 124 cycles, 45 ms; at 512 KiB 4.9 MiB for 184, 69 ms; at 384 KiB
+// 4.8 MiB for 243, 87 ms; at 256 KiB 4.7 MiB for 357, 131 ms. Below it
+// the collector's own memory (mark queues, page-allocator metadata, about
 // 0.8 MiB that a program that never collects does not have) dominates and
 // every cycle's fixed cost is paid for less and less memory. This is also
 // what re-arms the stepper: a program that allocates nothing never
@@ -115,17 +113,18 @@ func WithLiveRatio(r float64) Option {
 // most of the time (a peer keeps it fed, and it catches up only for
 // moments) delays the loop by the whole cycle, and that loop is the
 // program's bottleneck. Earned from wall time, a 30 % cap let the
-// benchmark ChunkLoop (idle a fifth of the time) run 1.4-1.9 times
-// slower with stepping on; earned from idle time, 1.18 times. A loop
+// benchmark ChunkLoop (idle about a fifth of the time) run 1.4-1.9 times
+// slower with stepping on; earned from idle time, about 1.15 times. A loop
 // that is idle most of the time, like the urandom demo's, earns about as
 // much either way.
 //
-// Default DefaultCPUCap (50 % of idle time). The urandom demo's cycles
-// take about 27 % of its loop's idle time (75 ms of 276 ms); at a 30 %
-// cap, slow cycles early in a run left debts that declined more than a
-// thousand cycles and the peak went back to where the pacer alone puts
-// it (7.9 MiB against 4.8 MiB). Lower it for a loop whose idle moments
-// are too short for a cycle: what a cycle overruns, the loop pays.
+// Default DefaultCPUCap (30 % of idle time). The urandom demo's cycles
+// take about a third of that (108-137 ms of 300-340 ms idle): the cap
+// does not bind there. At 50 % ChunkLoop ran 1.9 times slower with
+// stepping on, and the footprint lab's urandom workload (the demo with a
+// ticker) took 1.24 times the plain loop's wall time against 1.13 at
+// 30 %, for the same memory. Lower it for a loop whose idle moments are
+// too short for a cycle: what a cycle overruns, the loop pays.
 //
 // With GOGC=off the stepper is the only collector: a cycle the cap
 // declines is not made up by the runtime, so the heap grows; keep a
