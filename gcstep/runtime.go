@@ -101,7 +101,7 @@ type Runtime struct {
 // NewRuntime.
 type Stats struct {
 	Steps            uint64        // calls to Step, including those that did nothing
-	CyclesInline     uint64        // cycles run inside Step (runtime.GC)
+	CyclesInline     uint64        // cycles run inside Step (see inliner)
 	CyclesBackground uint64        // cycles started for the runtime to run concurrently
 	DeclinedBudget   uint64        // cycles due but not run: too costly for the budget, background off
 	DeclinedCap      uint64        // cycles due but not run: the CPU cap was spent
@@ -132,7 +132,7 @@ type Stats struct {
 }
 
 // The cost model of an inline cycle before any is measured: measured on a
-// 2-core machine, runtime.GC takes 0.2 ms to 4 ms on an almost empty heap
+// 2-core machine, a cycle takes 0.2 ms to 4 ms on an almost empty heap
 // (depending on whether the other core is busy) and about 1 ms more per
 // MiB of pointer-dense live heap.
 const (
@@ -488,9 +488,11 @@ func (rt *Runtime) release() {
 // release happens while the program sleeps, with no timer and no
 // goroutine of the Runtime's own. (An earlier version armed a runtime
 // timer instead. With a timer pending, runtime.GC took about twice as long
-// for the loop while another goroutine waited in Go's netpoller, and the
-// urandom demo's idle mode ran at 1.13-1.17 times the plain loop's wall
-// time; without it, at 0.99-1.01 times.)
+// for the loop, and the urandom demo's idle mode ran at 1.13-1.17 times
+// the plain loop's wall time; without it, at 0.99-1.01 times. Inline
+// cycles no longer use runtime.GC, whose sweep wait that was (see
+// inliner), but a timer of the stepper's own would still be one more
+// wakeup in every idle stretch.)
 func (rt *Runtime) NextStep() (time.Duration, bool) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
