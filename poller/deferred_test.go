@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/idlemux/idlemux/gcstep"
 	"github.com/idlemux/idlemux/gvl"
@@ -41,9 +40,7 @@ var _ gcstep.Deferred = (*deferredStepper)(nil)
 
 func TestDeferredWorkWakesABlockedWait(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b poller.Backend) {
-		var p [2]int
-		require.NoError(t, unix.Pipe(p[:]))
-		t.Cleanup(func() { unix.Close(p[0]); unix.Close(p[1]) })
+		p := newPipe(t)
 
 		lock := gvl.New()
 		lock.Acquire()
@@ -52,7 +49,7 @@ func TestDeferredWorkWakesABlockedWait(t *testing.T) {
 		t.Run("Loop", func(t *testing.T) {
 			s := &deferredStepper{start: time.Now(), delay: 20 * time.Millisecond}
 			l := newLoop(t, poller.WithBackend(b), poller.WithGVL(lock), poller.WithStepper(s))
-			require.NoError(t, l.Add(p[0], poller.Read, func(int, poller.Events) {}))
+			require.NoError(t, l.Add(p.r, poller.Read, func(int, poller.Events) {}))
 			n, err := l.RunOnce(200 * time.Millisecond)
 			require.NoError(t, err)
 			assert.Zero(t, n)
@@ -66,7 +63,7 @@ func TestDeferredWorkWakesABlockedWait(t *testing.T) {
 		t.Run("WaitFD", func(t *testing.T) {
 			s := &deferredStepper{start: time.Now(), delay: 20 * time.Millisecond}
 			m := poller.New(poller.WithBackend(b), poller.WithGVL(lock), poller.WithStepper(s))
-			ev, err := m.WaitFD(p[0], poller.Read, 200*time.Millisecond)
+			ev, err := m.WaitFD(p.r, poller.Read, 200*time.Millisecond)
 			require.NoError(t, err)
 			assert.Zero(t, ev)
 			require.False(t, s.doneAt.IsZero(), "the deferred work was never done")
@@ -76,7 +73,7 @@ func TestDeferredWorkWakesABlockedWait(t *testing.T) {
 		t.Run("due after the timeout", func(t *testing.T) {
 			s := &deferredStepper{start: time.Now(), delay: time.Hour}
 			m := poller.New(poller.WithBackend(b), poller.WithGVL(lock), poller.WithStepper(s))
-			ev, err := m.WaitFD(p[0], poller.Read, 30*time.Millisecond)
+			ev, err := m.WaitFD(p.r, poller.Read, 30*time.Millisecond)
 			require.NoError(t, err)
 			assert.Zero(t, ev)
 			assert.True(t, s.doneAt.IsZero())

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/idlemux/idlemux/gcstep"
 	"github.com/idlemux/idlemux/gvl"
@@ -31,9 +30,7 @@ var _ gcstep.IdleObserver = (*idleStepper)(nil)
 
 func TestBlockingWaitsReportIdleTime(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b poller.Backend) {
-		var p [2]int
-		require.NoError(t, unix.Pipe(p[:]))
-		t.Cleanup(func() { unix.Close(p[0]); unix.Close(p[1]) })
+		p := newPipe(t)
 		lock := gvl.New()
 		lock.Acquire()
 		defer lock.Release()
@@ -41,7 +38,7 @@ func TestBlockingWaitsReportIdleTime(t *testing.T) {
 		t.Run("Loop", func(t *testing.T) {
 			s := &idleStepper{}
 			l := newLoop(t, poller.WithBackend(b), poller.WithGVL(lock), poller.WithStepper(s))
-			require.NoError(t, l.Add(p[0], poller.Read, func(int, poller.Events) {}))
+			require.NoError(t, l.Add(p.r, poller.Read, func(int, poller.Events) {}))
 			start := time.Now()
 			n, err := l.RunOnce(20 * time.Millisecond)
 			elapsed := time.Since(start)
@@ -57,7 +54,7 @@ func TestBlockingWaitsReportIdleTime(t *testing.T) {
 		t.Run("WaitFD", func(t *testing.T) {
 			s := &idleStepper{}
 			m := poller.New(poller.WithBackend(b), poller.WithGVL(lock), poller.WithStepper(s))
-			_, err := m.WaitFD(p[0], poller.Read, 5*time.Millisecond)
+			_, err := m.WaitFD(p.r, poller.Read, 5*time.Millisecond)
 			require.NoError(t, err)
 			assert.Equal(t, m.Stats().BlockedTime, time.Duration(s.idle.Load()))
 			assert.Positive(t, s.reports.Load())
@@ -67,7 +64,7 @@ func TestBlockingWaitsReportIdleTime(t *testing.T) {
 			s := &idleStepper{}
 			m := poller.New(poller.WithBackend(b), poller.WithGVL(lock), poller.WithStepper(s))
 			for range 10 {
-				_, err := m.WaitFD(p[0], poller.Read, 0)
+				_, err := m.WaitFD(p.r, poller.Read, 0)
 				require.NoError(t, err)
 			}
 			assert.Zero(t, s.reports.Load())
@@ -77,7 +74,7 @@ func TestBlockingWaitsReportIdleTime(t *testing.T) {
 		t.Run("through a Chain", func(t *testing.T) {
 			s := &idleStepper{}
 			m := poller.New(poller.WithBackend(b), poller.WithStepper(gcstep.Chain(s)))
-			_, err := m.WaitFD(p[0], poller.Read, time.Millisecond)
+			_, err := m.WaitFD(p.r, poller.Read, time.Millisecond)
 			require.NoError(t, err)
 			assert.Positive(t, s.reports.Load())
 		})
