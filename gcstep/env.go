@@ -151,11 +151,11 @@ func nudgePacer(done func()) int {
 // the heap goal, which then exceeds the live heap by more than GOGC=1
 // allows, and yields the processor (runtime.Gosched) so that the
 // background sweeper, runnable since that cycle ended, can finish; then it
-// looks again, for at most half the step's budget. On the urandom demo the sweep was
-// still going before 73-78 of 184 cycles; giving those to runtime.GC took
-// the cycles' total from 53 ms to 91 ms. If no cycle started all the same
-// (a runtime that paces its trigger differently), runtime.GC runs, so a
-// step that decided to collect always collects.
+// looks again, for at most half the step's budget. On the urandom demo the
+// sweep was still going before 73-78 of 184 cycles; giving those to
+// runtime.GC took the cycles' total from 53 ms to 91 ms. If no cycle
+// started all the same (a runtime that paces its trigger differently),
+// runtime.GC runs, so a step that decided to collect always collects.
 type inliner struct {
 	kick []byte           // the trigger allocation, kept here so that it escapes to the heap
 	s    []metrics.Sample // completed cycles, heap goal, live heap
@@ -189,7 +189,7 @@ func (in *inliner) cycle(budget time.Duration) {
 		metrics.Read(in.s)
 		goal, live := in.s[1].Value.Uint64(), in.s[2].Value.Uint64()
 		if goal > live+live/50+sweepSlack && time.Since(start) < budget/2 {
-			in.restore(prev)
+			restoreGOGC(debug.SetGCPercent, prev)
 			runtime.Gosched()
 			continue
 		}
@@ -205,13 +205,5 @@ func (in *inliner) cycle(budget time.Duration) {
 	metrics.Read(in.s)
 	if in.s[0].Value.Uint64() == before {
 		runtime.GC()
-	}
-}
-
-// restore undoes SetGCPercent(nudgedGOGC), unless the program set its own
-// GOGC meanwhile.
-func (in *inliner) restore(prev int) {
-	if p := debug.SetGCPercent(prev); p != nudgedGOGC {
-		debug.SetGCPercent(p)
 	}
 }

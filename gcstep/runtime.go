@@ -430,15 +430,22 @@ func (rt *Runtime) startNudge(est time.Duration) {
 // it meanwhile, and settles what the cycle cost. rt.mu must be held.
 func (rt *Runtime) endNudge() {
 	rt.nudged = false
-	if prev := rt.env.setGCPercent(rt.nudgeGOGC); prev != nudgedGOGC {
-		rt.env.setGCPercent(prev) // the program set its own: keep it
-	}
+	restoreGOGC(rt.env.setGCPercent, rt.nudgeGOGC)
 	used := max(rt.env.gcCPU()-rt.nudgeCPU, 0)
 	rt.charge(used - rt.nudgeCharge)
 }
 
-// nudgedGOGC is the GOGC a nudge sets.
+// nudgedGOGC is the GOGC a nudge, or the start of an inline cycle, sets.
 const nudgedGOGC = 1
+
+// restoreGOGC undoes setting GOGC to nudgedGOGC through set
+// (debug.SetGCPercent), unless the program set its own GOGC meanwhile:
+// then that one stays.
+func restoreGOGC(set func(int) int, prev int) {
+	if p := set(prev); p != nudgedGOGC {
+		set(p)
+	}
+}
 
 // releaseArmed reports whether the slow tier has a release to make once
 // the program stays idle long enough: it is enabled, the Runtime is open,
