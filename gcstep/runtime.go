@@ -52,6 +52,12 @@ import (
 // stepping returns false at once without doing anything, since the other
 // caller is already doing the work there is. Idled, NextStep and Stats may
 // be called at any time.
+//
+// A Runtime changes the process's GOGC for moments: to 1 % while an inline
+// cycle starts, and while a background cycle runs. It puts back what it
+// found, or what the program set meanwhile. Use one Runtime per process
+// (Chain it with other steppers): two would each put back what the other
+// had set.
 type Runtime struct {
 	env env
 	cfg config
