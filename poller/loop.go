@@ -36,7 +36,6 @@ type Loop struct {
 	backend Backend
 	pollFn  waitFunc     // l.poll, bound once
 	evs     []readyEvent // the batch; loop goroutine only
-	fired   []*Timer     // due timers being fired; loop goroutine only
 	mayStep bool         // the stepper may have work; loop goroutine only
 
 	// waiting is true from the moment RunOnce computes its timeout (under
@@ -45,12 +44,13 @@ type Loop struct {
 	// only sees it in the next wait) wakes the loop when waiting is set.
 	waiting atomic.Bool
 
-	mu      sync.Mutex
-	regs    map[int]*registration // guarded by mu; nil once closed
-	lastGen uint32                // guarded by mu; last generation handed out
-	timers  timerHeap             // guarded by mu
-	running bool                  // guarded by mu; RunOnce in progress
-	closed  bool                  // guarded by mu
+	mu       sync.Mutex
+	regs     map[int]*registration // guarded by mu; nil once closed
+	lastGen  uint32                // guarded by mu; last generation handed out
+	timers   timerHeap             // guarded by mu
+	timerSeq uint64                // guarded by mu; last Timer.seq handed out
+	running  bool                  // guarded by mu; RunOnce in progress
+	closed   bool                  // guarded by mu
 
 	wake waker
 }
@@ -253,6 +253,12 @@ func (l *Loop) Run(ctx context.Context) error {
 //
 // It must not be called concurrently with itself, nor from a handler; it
 // panics if it is.
+//
+// A panic in a handler or a timer func is not recovered: it propagates out
+// of RunOnce (and Run) to the caller, with the loop consistent. The other
+// ready fds of that wait are not called but stay ready, so the next wait
+// reports them again; the due timers not yet called stay due. A caller that
+// recovers may run the loop again, or Close it.
 func (l *Loop) RunOnce(timeout time.Duration) (int, error) {
 	l.mu.Lock()
 	if l.closed {

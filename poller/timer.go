@@ -13,6 +13,7 @@ import (
 type Timer struct {
 	l    *Loop
 	when time.Time
+	seq  uint64 // when it was scheduled, in l.timerSeq; guarded by l.mu
 	f    func()
 	i    int // index in l.timers, -1 when not scheduled; guarded by l.mu
 }
@@ -38,6 +39,8 @@ func (l *Loop) AfterFunc(d time.Duration, f func()) *Timer {
 // t is now the first timer. l.mu must be held.
 func (l *Loop) scheduleLocked(t *Timer, d time.Duration) {
 	t.when = time.Now().Add(d)
+	l.timerSeq++
+	t.seq = l.timerSeq
 	l.timers.push(t)
 	if t.i == 0 && l.waiting.Load() {
 		l.Wake()
@@ -76,34 +79,54 @@ func (t *Timer) Reset(d time.Duration) bool {
 }
 
 // fireTimers calls the functions of the timers due now and returns how many
-// it called. Timers made due by those functions wait for the next RunOnce,
+// it called. Timers scheduled by those functions wait for the next RunOnce,
 // so a timer that rearms itself with d <= 0 cannot keep the loop here.
+//
+// It takes one timer off the heap at a time, just before calling it: a
+// timer func may Stop or Reset another timer of the same batch, and if one
+// panics, the timers not yet called stay in the heap, due, for the next
+// RunOnce.
 func (l *Loop) fireTimers() int {
 	now := time.Now()
 	l.mu.Lock()
-	for len(l.timers) > 0 && !l.timers[0].when.After(now) {
-		l.fired = append(l.fired, l.timers[0])
-		l.timers.remove(0)
-	}
+	last := l.timerSeq
 	l.mu.Unlock()
 	n := 0
-	for i, t := range l.fired {
-		l.fired[i] = nil
-		if l.isClosed() {
-			// An earlier func of the batch closed the loop: like a
+	for {
+		l.mu.Lock()
+		if l.closed || len(l.timers) == 0 {
+			// A func that closed the loop cleared the heap: like a
 			// handler, a timer func never runs on a closed loop.
-			continue
+			l.mu.Unlock()
+			return n
 		}
+		t := l.timers[0]
+		if t.when.After(now) || t.seq > last {
+			// Not due, or scheduled during this call (a negative d
+			// can put it first): the rest waits for the next RunOnce.
+			l.mu.Unlock()
+			return n
+		}
+		l.timers.remove(0)
+		l.mu.Unlock()
 		n++
 		l.c.timers.Add(1)
 		t.f()
 	}
-	l.fired = l.fired[:0]
-	return n
 }
 
-// timerHeap is a binary min-heap on when; each Timer knows its index.
+// timerHeap is a binary min-heap on when, then seq (timers due at the same
+// instant fire in the order they were scheduled); each Timer knows its
+// index.
 type timerHeap []*Timer
+
+func (h timerHeap) less(i, j int) bool {
+	a, b := h[i], h[j]
+	if a.when.Equal(b.when) {
+		return a.seq < b.seq
+	}
+	return a.when.Before(b.when)
+}
 
 // clamp returns the shorter of timeout (negative: none) and the time to
 // the first timer (zero if it is due).
@@ -154,7 +177,7 @@ func (h *timerHeap) clear() {
 func (h timerHeap) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h[i].when.Before(h[p].when) {
+		if !h.less(i, p) {
 			return
 		}
 		h.swap(i, p)
@@ -168,10 +191,10 @@ func (h timerHeap) down(i int) {
 		if c >= len(h) {
 			return
 		}
-		if c+1 < len(h) && h[c+1].when.Before(h[c].when) {
+		if c+1 < len(h) && h.less(c+1, c) {
 			c++
 		}
-		if !h[c].when.Before(h[i].when) {
+		if !h.less(c, i) {
 			return
 		}
 		h.swap(i, c)
