@@ -3,6 +3,8 @@ package poller
 import (
 	"fmt"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A readyEvent is one fd a backend found ready. gen is the generation the fd
@@ -30,8 +32,9 @@ const wakeGen = 0
 //     stops watching it. The Loop calls these with its mutex held, never
 //     twice for the same fd without the matching remove, and may call them
 //     from any goroutine, also while wait runs on the loop goroutine.
-//     Their errors are ready for the user: wrapped with os.NewSyscallError,
-//     or wrapping ErrFDRange.
+//     add is never called with an fd outside [0, fdLimitOf(backend)). Their
+//     errors are system-call errors wrapped with os.NewSyscallError, which
+//     the Loop wraps again with the operation and the fd.
 //   - wait is called by the loop goroutine only, never concurrently with
 //     itself or close. If timeout < 0, it blocks indefinitely; if
 //     timeout == 0, it polls without blocking; otherwise it blocks for at
@@ -53,10 +56,18 @@ type backend interface {
 	waitName() string // the wait's system call, for errors
 }
 
+// fdLimitOf returns one above the largest fd backend b can watch.
+func fdLimitOf(b Backend) int {
+	if b == BackendSelect {
+		return unix.FD_SETSIZE
+	}
+	return fdLimit
+}
+
 // newBackend makes a Loop backend of kind b, counting its system calls in c.
 func newBackend(b Backend, c *counters) (backend, error) {
 	if !b.available() {
-		return nil, fmt.Errorf("%w: %v", ErrBackend, b)
+		return nil, fmt.Errorf("%v: %w", b, ErrBackend)
 	}
 	switch b {
 	case BackendPoll:

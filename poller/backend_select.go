@@ -9,12 +9,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// checkSelectFD returns an error naming fd if select(2) cannot hold it: an
-// fd_set has room for FD_SETSIZE fds, and FD_SET on a larger one writes past
-// the set (glibc's "buffer overflow detected", or silent corruption).
+// checkSelectFD returns an error naming op and fd if select(2) cannot hold
+// fd: an fd_set has room for FD_SETSIZE fds, and FD_SET on a larger one
+// writes past the set (glibc's "buffer overflow detected", or silent
+// corruption).
 func checkSelectFD(op string, fd int) error {
 	if fd < 0 || fd >= unix.FD_SETSIZE {
-		return fmt.Errorf("poller: %s: fd %d outside [0, %d): %w", op, fd, unix.FD_SETSIZE, ErrFDRange)
+		return rangeError(op, fd, unix.FD_SETSIZE)
 	}
 	return nil
 }
@@ -47,8 +48,9 @@ func newSelectBackend(c *counters) *selectBackend {
 }
 
 func (b *selectBackend) add(fd int, ev Events, gen uint32) error {
-	if err := checkSelectFD("select", fd); err != nil {
-		return err
+	if fd < 0 || fd >= unix.FD_SETSIZE {
+		// The Loop checks first (fdLimitOf): FD_SET must never see it.
+		panic(fmt.Sprintf("poller: select backend: fd %d outside [0, %d)", fd, unix.FD_SETSIZE))
 	}
 	if !b.c.fdOpen(fd) {
 		return os.NewSyscallError("fcntl", unix.EBADF)

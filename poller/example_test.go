@@ -57,7 +57,7 @@ func ExampleMux_Select() {
 	fmt.Println(err)
 	// Output:
 	// 0 1 <nil>
-	// poller: select: fd 1024 outside [0, 1024): poller: fd out of range
+	// poller: Select: fd 1024 outside [0, 1024): fd out of range
 }
 
 // The idle algorithm in one call: the lock is held and nobody waits for

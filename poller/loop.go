@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -81,17 +80,17 @@ func NewLoop(opts ...Option) (*Loop, error) {
 	l.pollFn = l.poll
 	be, err := newBackend(cfg.backend, &l.c)
 	if err != nil {
-		return nil, err
+		return nil, opError("NewLoop", err)
 	}
 	l.be = be
 	if err := l.wake.open(&l.c); err != nil {
 		be.close()
-		return nil, err
+		return nil, opError("NewLoop", err)
 	}
 	if err := be.add(l.wake.rfd, Read, wakeGen); err != nil {
 		l.wake.close(&l.c)
 		be.close()
-		return nil, err
+		return nil, opError("NewLoop", err)
 	}
 	return l, nil
 }
@@ -116,7 +115,7 @@ func (l *Loop) Backend() Backend { return l.backend }
 // one select cannot hold, ErrRegistered if fd is already watched, the
 // system call's error for an fd that is not open, ErrClosed after Close.
 func (l *Loop) Add(fd int, ev Events, h Handler) error {
-	return l.add(fd, ev, h, nil)
+	return l.add("Add", fd, ev, h, nil)
 }
 
 // AddFile is Add for the fd of f, which it obtains through f.SyscallConn,
@@ -124,7 +123,7 @@ func (l *Loop) Add(fd int, ev Events, h Handler) error {
 // f is kept alive while registered. It returns the fd, for Modify and
 // Remove; a closed f is an error matching os.ErrClosed.
 func (l *Loop) AddFile(f *os.File, ev Events, h Handler) (int, error) {
-	return l.AddConn(f, ev, h)
+	return l.addConn("AddFile", f, ev, h)
 }
 
 // AddConn is Add for the fd of c (a *net.TCPConn, a *net.UnixConn, an
@@ -132,38 +131,44 @@ func (l *Loop) AddFile(f *os.File, ev Events, h Handler) (int, error) {
 // blocking mode. c is kept alive while registered. It returns the fd, for
 // Modify and Remove.
 func (l *Loop) AddConn(c syscall.Conn, ev Events, h Handler) (int, error) {
+	return l.addConn("AddConn", c, ev, h)
+}
+
+// addConn is AddConn, reporting errors as op's.
+func (l *Loop) addConn(op string, c syscall.Conn, ev Events, h Handler) (int, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
-		return -1, fmt.Errorf("poller: AddConn: %w", err)
+		return -1, opError(op, err)
 	}
 	fd := -1
 	if err := rc.Control(func(s uintptr) { fd = int(s) }); err != nil {
 		// Control fails only for a closed file or connection, with an
 		// internal error that os.ErrClosed does not match.
-		return -1, fmt.Errorf("poller: AddConn: %w: %w", os.ErrClosed, err)
+		return -1, opError(op, fmt.Errorf("%w: %w", os.ErrClosed, err))
 	}
-	if err := l.add(fd, ev, h, c); err != nil {
+	if err := l.add(op, fd, ev, h, c); err != nil {
 		return -1, err
 	}
 	return fd, nil
 }
 
-func (l *Loop) add(fd int, ev Events, h Handler, keep any) error {
+// add is Add, reporting errors as op's.
+func (l *Loop) add(op string, fd int, ev Events, h Handler, keep any) error {
 	if h == nil {
-		panic("poller: Add with a nil Handler")
+		panic("poller: " + op + " with a nil Handler")
 	}
-	if fd < 0 || fd > math.MaxInt32 {
+	if limit := fdLimitOf(l.backend); fd < 0 || fd >= limit {
 		// The kernel's fd is an int32: a larger number would be
-		// truncated to another fd's.
-		return fmt.Errorf("poller: Add: fd %d: %w", fd, ErrFDRange)
+		// truncated to another fd's. select(2) holds fewer.
+		return rangeError(op, fd, limit)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return ErrClosed
+		return fdError(op, fd, ErrClosed)
 	}
 	if _, ok := l.regs[fd]; ok {
-		return fmt.Errorf("poller: Add: fd %d: %w", fd, ErrRegistered)
+		return fdError(op, fd, ErrRegistered)
 	}
 	l.lastGen++
 	if l.lastGen == wakeGen {
@@ -171,7 +176,7 @@ func (l *Loop) add(fd int, ev Events, h Handler, keep any) error {
 	}
 	r := &registration{fd: fd, ev: ev & waitable, gen: l.lastGen, h: h, keep: keep}
 	if err := l.be.add(fd, r.ev, r.gen); err != nil {
-		return err
+		return fdError(op, fd, err)
 	}
 	l.regs[fd] = r
 	l.changedLocked()
@@ -185,14 +190,14 @@ func (l *Loop) Modify(fd int, ev Events) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return ErrClosed
+		return fdError("Modify", fd, ErrClosed)
 	}
 	r, ok := l.regs[fd]
 	if !ok {
-		return fmt.Errorf("poller: Modify: fd %d: %w", fd, ErrNotRegistered)
+		return fdError("Modify", fd, ErrNotRegistered)
 	}
 	if err := l.be.modify(fd, ev&waitable, r.gen); err != nil {
-		return err
+		return fdError("Modify", fd, err)
 	}
 	r.ev = ev & waitable
 	l.changedLocked()
@@ -207,15 +212,18 @@ func (l *Loop) Remove(fd int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return ErrClosed
+		return fdError("Remove", fd, ErrClosed)
 	}
 	if _, ok := l.regs[fd]; !ok {
-		return fmt.Errorf("poller: Remove: fd %d: %w", fd, ErrNotRegistered)
+		return fdError("Remove", fd, ErrNotRegistered)
 	}
 	delete(l.regs, fd)
 	err := l.be.remove(fd)
 	l.changedLocked()
-	return err
+	if err != nil {
+		return fdError("Remove", fd, err)
+	}
+	return nil
 }
 
 // changedLocked wakes a wait that must see a change it would otherwise
@@ -235,7 +243,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if _, err := l.RunOnce(-1); err != nil {
+		if _, err := l.runOnce("Run", -1); err != nil {
 			return err
 		}
 	}
@@ -260,10 +268,15 @@ func (l *Loop) Run(ctx context.Context) error {
 // reports them again; the due timers not yet called stay due. A caller that
 // recovers may run the loop again, or Close it.
 func (l *Loop) RunOnce(timeout time.Duration) (int, error) {
+	return l.runOnce("RunOnce", timeout)
+}
+
+// runOnce is RunOnce, reporting errors as op's.
+func (l *Loop) runOnce(op string, timeout time.Duration) (int, error) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return 0, ErrClosed
+		return 0, opError(op, ErrClosed)
 	}
 	if l.running {
 		l.mu.Unlock()
@@ -278,7 +291,7 @@ func (l *Loop) RunOnce(timeout time.Duration) (int, error) {
 	n, err := l.idle.wait(timeout, false, &l.mayStep, l.pollFn)
 	l.waiting.Store(false)
 	if err != nil {
-		return 0, os.NewSyscallError(l.be.waitName(), err)
+		return 0, opError(op, os.NewSyscallError(l.be.waitName(), err))
 	}
 	called := l.dispatch(n)
 	called += l.fireTimers()
@@ -288,7 +301,7 @@ func (l *Loop) RunOnce(timeout time.Duration) (int, error) {
 		l.mayStep = true
 	}
 	if l.isClosed() {
-		return called, ErrClosed
+		return called, opError(op, ErrClosed)
 	}
 	return called, nil
 }
@@ -364,7 +377,7 @@ func (l *Loop) Close() error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return ErrClosed
+		return opError("Close", ErrClosed)
 	}
 	l.closed = true
 	l.regs = nil
@@ -376,7 +389,10 @@ func (l *Loop) Close() error {
 	}
 	err := l.freeLocked()
 	l.mu.Unlock()
-	return err
+	if err != nil {
+		return opError("Close", err)
+	}
+	return nil
 }
 
 // freeLocked closes the loop's own fds. l.mu must be held, l.closed set and

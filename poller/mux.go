@@ -49,7 +49,7 @@ func (m *Mux) Poll(fds []unix.PollFd, timeout time.Duration) (int, error) {
 		return m.c.poll(fds, t)
 	})
 	if err != nil {
-		return 0, os.NewSyscallError(pollName, err)
+		return 0, opError("Poll", os.NewSyscallError(pollName, err))
 	}
 	m.c.events.Add(uint64(n))
 	return n, nil
@@ -67,7 +67,7 @@ func (m *Mux) Select(r, w, e []int, timeout time.Duration) (rr, wr, er []int, er
 	nfd := 0
 	for i, list := range [3][]int{r, w, e} {
 		for _, fd := range list {
-			if err := checkSelectFD("select", fd); err != nil {
+			if err := checkSelectFD("Select", fd); err != nil {
 				return nil, nil, nil, err
 			}
 			in[i].Set(fd)
@@ -80,7 +80,7 @@ func (m *Mux) Select(r, w, e []int, timeout time.Duration) (rr, wr, er []int, er
 		return m.c.sel(nfd, &out[0], &out[1], &out[2], t)
 	})
 	if err != nil {
-		return nil, nil, nil, os.NewSyscallError("select", err)
+		return nil, nil, nil, opError("Select", os.NewSyscallError("select", err))
 	}
 	if n == 0 {
 		return nil, nil, nil, nil
@@ -110,7 +110,7 @@ func (m *Mux) Select(r, w, e []int, timeout time.Duration) (rr, wr, er []int, er
 // that failed with EAGAIN, so a poll right away is likely to find nothing.
 func (m *Mux) WaitFD(fd int, ev Events, timeout time.Duration) (Events, error) {
 	if fd < 0 || fd > math.MaxInt32 {
-		return 0, fmt.Errorf("poller: WaitFD: fd %d: %w", fd, ErrFDRange)
+		return 0, rangeError("WaitFD", fd, fdLimit)
 	}
 	if m.backend == BackendSelect {
 		return m.waitSelect(fd, ev, timeout)
@@ -120,7 +120,7 @@ func (m *Mux) WaitFD(fd int, ev Events, timeout time.Duration) (Events, error) {
 		return m.c.poll(p[:], t)
 	})
 	if err != nil {
-		return 0, os.NewSyscallError(pollName, err)
+		return 0, fdError("WaitFD", fd, os.NewSyscallError(pollName, err))
 	}
 	if n == 0 {
 		return 0, nil
@@ -154,7 +154,7 @@ func (m *Mux) waitSelect(fd int, ev Events, timeout time.Duration) (Events, erro
 		return Invalid, nil
 	}
 	if err != nil {
-		return 0, os.NewSyscallError("select", err)
+		return 0, fdError("WaitFD", fd, os.NewSyscallError("select", err))
 	}
 	if n == 0 {
 		return 0, nil
