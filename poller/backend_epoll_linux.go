@@ -36,10 +36,14 @@ func newEpollBackend(c *counters) (*epollBackend, error) {
 	return &epollBackend{c: c, epfd: fd}, nil
 }
 
+// toEpoll returns the epoll events for ev. Read also asks for EPOLLRDHUP,
+// so a peer's close (or its shutdown of writing) is reported as Hangup; it
+// comes with EPOLLIN (the read returns 0), so it wakes no loop that Read
+// would not have woken, and it stops when Read is no longer watched.
 func toEpoll(ev Events) uint32 {
 	var e uint32
 	if ev&Read != 0 {
-		e |= unix.EPOLLIN
+		e |= unix.EPOLLIN | unix.EPOLLRDHUP
 	}
 	if ev&Write != 0 {
 		e |= unix.EPOLLOUT

@@ -8,10 +8,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// toPoll returns the poll(2) events for ev. Read also asks for pollRDHUP,
+// so a peer's close is reported as Hangup where the platform can tell;
+// it comes with POLLIN (the read returns 0), so it wakes no loop that Read
+// would not have woken.
 func toPoll(ev Events) int16 {
 	var e int16
 	if ev&Read != 0 {
-		e |= unix.POLLIN
+		e |= unix.POLLIN | pollRDHUP
 	}
 	if ev&Write != 0 {
 		e |= unix.POLLOUT
@@ -33,7 +37,7 @@ func fromPoll(e int16) Events {
 	if e&unix.POLLPRI != 0 {
 		ev |= Priority
 	}
-	if e&unix.POLLHUP != 0 {
+	if e&(unix.POLLHUP|pollRDHUP) != 0 {
 		ev |= Hangup
 	}
 	if e&unix.POLLERR != 0 {

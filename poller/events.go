@@ -15,9 +15,25 @@ const (
 	// Priority: urgent data, such as TCP out-of-band bytes (POLLPRI,
 	// EPOLLPRI, select's exceptional set).
 	Priority
-	// Hangup: the peer closed its end (POLLHUP, EPOLLHUP, EPOLLRDHUP).
-	// select(2) cannot tell a hangup apart: it reports the fd readable,
-	// and a read returns 0.
+	// Hangup: the peer closed its end. What each backend sees:
+	//
+	//   - epoll: EPOLLHUP (nothing more will come: a pipe's read end once
+	//     every writer is closed, a socket shut down both ways), reported
+	//     whatever is watched; and EPOLLRDHUP (a stream socket's peer closed its end or
+	//     shut down writing, ours still open), asked for with Read and
+	//     reported only while Read is watched, together with Read.
+	//   - poll: POLLHUP likewise; and POLLRDHUP as EPOLLRDHUP on Linux and
+	//     freebsd. darwin has no POLLRDHUP: a socket whose peer closed its
+	//     end is reported Read only.
+	//   - select: never. A hangup shows as Read, and the read returns 0.
+	//
+	// Mux.WaitFD reports the same as the poll backend (select's when its
+	// backend is select).
+	//
+	// The Loop is level-triggered: a handler that ignores Hangup is called
+	// again at the next wait. On Hangup, read to EOF and Remove the fd (a
+	// half-closed socket may also just stop watching Read, with Modify, and
+	// keep writing); a full hangup is reported until the fd is removed.
 	Hangup
 	// Error: an error condition is pending on the fd (POLLERR, EPOLLERR),
 	// such as the write end of a pipe whose read end is closed.
