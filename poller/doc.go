@@ -29,4 +29,25 @@
 // Every system call the package makes goes through one table (sys.go) and is
 // counted; Stats reports the counts so experiments and benchmarks can see
 // what a call cost.
+//
+// # Handlers and timer funcs
+//
+// A Loop calls them one at a time on the goroutine that runs it, with the
+// lock held, so they must never block: no File.Read, no net.Conn Read or
+// Write, no sleeping, no waiting on a channel or another lock. Such a call
+// parks the goroutine (in Go's own netpoller, for a file or connection that
+// has nothing to read or no room to write) while it holds the lock, and
+// every fd and timer of the loop, and every goroutine waiting for the lock,
+// waits with it. Read and write the fd with raw system calls instead:
+// unix.Read and unix.Write on the fd the handler is given, or the value's
+// SyscallConn, whose RawConn.Read and RawConn.Write funcs must return true
+// (false makes them wait in the netpoller). Readiness may be stale: EAGAIN
+// means nothing after all, so return and wait for the next event. A write
+// that meets EAGAIN keeps the rest and watches Write (Modify) until there
+// is room.
+//
+// A Loop is level-triggered: an fd is reported at every wait until it is
+// drained. On Hangup or Error, Remove the fd (see Hangup for what each
+// backend reports). A panic in a handler or timer func propagates out of
+// Run or RunOnce; the loop stays consistent and may be run again.
 package poller

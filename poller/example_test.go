@@ -2,8 +2,11 @@ package poller_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -109,8 +112,13 @@ func ExampleLoop() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	_, err = l.AddFile(r, poller.Read, func(fd int, ev poller.Events) {
+		// Read the fd, not r: r.Read would park the loop's goroutine
+		// in Go's netpoller if the pipe were empty after all.
 		buf := make([]byte, 64)
-		n, _ := r.Read(buf)
+		n, err := unix.Read(fd, buf)
+		if err != nil {
+			return // EAGAIN: nothing after all; wait for the next event
+		}
 		fmt.Printf("%v: %q\n", ev, buf[:n])
 		if string(buf[:n]) == "bye" {
 			cancel()
@@ -131,6 +139,81 @@ func ExampleLoop() {
 	// timer
 	// Read: "bye"
 	// context canceled
+}
+
+// serve reads conn on a Loop that steps the Go collector while idle, until
+// conn's peer closes it or ctx is done, handing what it reads to got. The
+// README shows it as "A loop in a few lines"; TestREADMELoop keeps the two
+// the same.
+func serve(ctx context.Context, conn syscall.Conn, got func([]byte)) error {
+	lock := gvl.New()
+	lock.Acquire() // the loop's goroutine holds the lock; Run releases it only while blocked
+	defer lock.Release()
+
+	rt := gcstep.NewRuntime()
+	defer rt.Close()
+
+	loop, err := poller.NewLoop(poller.WithGVL(lock), poller.WithStepper(rt))
+	if err != nil {
+		return err
+	}
+	defer loop.Close()
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	_, err = loop.AddConn(conn, poller.Read, func(fd int, ev poller.Events) {
+		// Never block in a handler: read the fd with a raw system call.
+		// conn.Read would park the loop's goroutine, holding the lock,
+		// whenever the data is not there after all.
+		buf := make([]byte, 16<<10) // allocate as you like: idle moments collect it
+		n, err := unix.Read(fd, buf)
+		switch {
+		case err == unix.EAGAIN || err == unix.EINTR:
+			return // nothing after all: wait for the next event
+		case n > 0:
+			got(buf[:n])
+			return
+		}
+		loop.Remove(fd) // end of stream, or an error: done
+		stop()
+	})
+	if err != nil {
+		return err
+	}
+	if err := loop.Run(ctx); !errors.Is(err, context.Canceled) {
+		return err // a failed wait, or ctx's deadline
+	}
+	return nil // stopped, as planned
+}
+
+// A Loop serving a TCP connection, with the lock and the idle collector:
+// serve is the README's loop.
+func ExampleLoop_conn() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			panic(err)
+		}
+		c.Write([]byte("hello, loop"))
+		c.Close()
+	}()
+	conn, err := ln.Accept()
+	if err != nil {
+		panic(err)
+	}
+	defer conn.Close()
+
+	var got []byte
+	err = serve(context.Background(), conn.(syscall.Conn), func(b []byte) {
+		got = append(got, b...)
+	})
+	fmt.Printf("%q %v\n", got, err)
+	// Output: "hello, loop" <nil>
 }
 
 func ExampleLoop_Wake() {

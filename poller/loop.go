@@ -13,7 +13,8 @@ import (
 
 // A Handler is called by a Loop, on the loop goroutine and with the lock
 // held (if there is one), when its fd is ready: ev holds what is ready among
-// what was asked for, plus Hangup, Error and Invalid.
+// what was asked for, plus Hangup, Error and Invalid. It must not block:
+// it reads and writes fd with raw system calls (see the package comment).
 type Handler func(fd int, ev Events)
 
 // batchSize is how many ready fds one wait reports at most; the others stay
