@@ -287,6 +287,12 @@ func soak(t *testing.T, b poller.Backend, d time.Duration, n int) {
 	assert.Equal(t, fdsBefore, fdsAfter, "fds leaked")
 	assert.Zero(t, lost, "streams that lost, duplicated or reordered bytes")
 	assert.NotZero(t, moved)
+	// The writers pause together in every period: the loop must have
+	// offered those idle moments to the stepper, and the stepper counted
+	// the same calls. (Whether it collected then is the policy's call;
+	// TestLoopRuntimeStepperCollects asserts that it can.)
+	assert.NotZero(t, ls.Steps, "the loop never stepped in %v of idle pauses", d)
+	assert.Equal(t, ls.Steps, ss.Steps, "steps counted by the loop and by the stepper")
 	t.Logf("%v on %v: %d streams, %d bytes moved (%.1f MB/s), %d streams lost bytes; "+
 		"loop: %d events, %d steps (%v), %d timers, %d wakeups, %d restarts, %d spurious; "+
 		"stepper: %d inline and %d background cycles; RSS first %.1f MB, peak %.1f MB; "+

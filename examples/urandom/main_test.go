@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -96,6 +98,20 @@ func TestJSONEveryMode(t *testing.T) {
 	if rs[0].Digest == rs[1].Digest {
 		t.Errorf("got the same digest %s for two runs", rs[0].Digest)
 	}
+}
+
+// TestIdleStepperCollects: the idle mode's stepper runs collection cycles
+// in the loop's idle time. 4 MB read into fresh 16 KiB buffers leave that
+// much garbage; a stepper that stopped working would run none.
+func TestIdleStepperCollects(t *testing.T) {
+	out, errOut, status := command(t, nil, "-len", "4000000", "-mode", "idle", "-json")
+	require.Equal(t, 0, status, "stderr:\n%s", errOut)
+	rs := decodeLines(t, out)
+	require.Len(t, rs, 1)
+	r := rs[0]
+	assert.True(t, r.DigestOK)
+	assert.NotZero(t, r.IdleSteps, "the loop never stepped")
+	assert.NotZero(t, r.StepperCycles, "the stepper ran no cycle (GC cycles: %d)", r.GCCycles)
 }
 
 func TestRunsInterleave(t *testing.T) {
