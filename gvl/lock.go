@@ -73,7 +73,9 @@ type Lock struct {
 func New(opts ...Option) *Lock {
 	l := new(Lock)
 	for _, o := range opts {
-		o(l)
+		if o != nil {
+			o(l)
+		}
 	}
 	return l
 }

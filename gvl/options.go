@@ -15,7 +15,8 @@ import "time"
 // switching every 10 ms spends well under 0.1% of the time on switches.
 const DefaultTimeslice = 10 * time.Millisecond
 
-// An Option configures a Lock made by New.
+// An Option configures a Lock made by New. A nil Option is ignored, as in
+// every package of this module.
 type Option func(*Lock)
 
 // WithTimeslice sets how long a holder may keep the lock while others wait

@@ -35,8 +35,9 @@ var (
 	// its fd_set). The check happens before any system call.
 	ErrFDRange = errors.New("fd out of range")
 
-	// ErrBackend is returned when the requested Backend is not available
-	// on this platform (epoll outside Linux).
+	// ErrBackend is wrapped by the error New and NewLoop panic with when
+	// WithBackend names a backend the platform lacks (epoll outside
+	// Linux); Backends lists those it has.
 	ErrBackend = errors.New("backend not available on this platform")
 )
 
@@ -55,6 +56,12 @@ func fdError(op string, fd int, err error) error {
 // rangeError is the error for an fd outside [0, limit).
 func rangeError(op string, fd, limit int) error {
 	return fmt.Errorf("poller: %s: fd %d outside [0, %d): %w", op, fd, limit, ErrFDRange)
+}
+
+// backendError is the value New and NewLoop (op) panic with for a backend
+// the platform lacks.
+func backendError(op string, b Backend) error {
+	return opError(op, fmt.Errorf("%v: %w", b, ErrBackend))
 }
 
 // fdLimit is one above the largest fd the kernel's int32 holds.

@@ -66,11 +66,15 @@ type registration struct {
 	keep any
 }
 
-// NewLoop returns a Loop configured by opts. It fails with ErrBackend if
-// WithBackend names a backend the platform lacks, or with the error of the
-// system call that failed (running out of fds, for instance).
+// NewLoop returns a Loop configured by opts, or the error of the system call
+// that failed (running out of fds, for instance). Like New, it panics, with
+// an error wrapping ErrBackend, if WithBackend names a backend the platform
+// lacks: that is a mistake in the program, which Backends lets it avoid.
 func NewLoop(opts ...Option) (*Loop, error) {
 	cfg := newConfig(opts)
+	if !cfg.backend.available() {
+		panic(backendError("NewLoop", cfg.backend))
+	}
 	l := &Loop{
 		backend: cfg.backend,
 		evs:     make([]readyEvent, batchSize),

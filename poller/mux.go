@@ -1,7 +1,6 @@
 package poller
 
 import (
-	"fmt"
 	"math"
 	"os"
 	"time"
@@ -29,7 +28,7 @@ type Mux struct {
 func New(opts ...Option) *Mux {
 	cfg := newConfig(opts)
 	if !cfg.backend.available() {
-		panic(fmt.Sprintf("poller: backend %v not available on this platform", cfg.backend))
+		panic(backendError("New", cfg.backend))
 	}
 	m := &Mux{backend: cfg.backend}
 	m.idle = idler{lock: cfg.lock, stepper: cfg.stepper, budget: cfg.budget, c: &m.c}

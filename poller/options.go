@@ -18,7 +18,8 @@ import (
 // in slices of the same order.
 const DefaultStepBudget = time.Millisecond
 
-// An Option configures a Mux made by New or a Loop made by NewLoop.
+// An Option configures a Mux made by New or a Loop made by NewLoop. A nil
+// Option is ignored, in every package of this module.
 type Option func(*config)
 
 type config struct {
@@ -70,8 +71,9 @@ func WithStepBudget(d time.Duration) Option {
 }
 
 // WithBackend chooses the system call a Mux or Loop waits with. The default
-// is epoll on Linux and poll elsewhere. NewLoop returns ErrBackend for a
-// backend the platform lacks, New panics.
+// is epoll on Linux and poll elsewhere. New and NewLoop panic for a backend
+// the platform lacks (an error wrapping ErrBackend); Backends lists those
+// it has.
 func WithBackend(b Backend) Option {
 	return func(c *config) { c.backend = b }
 }

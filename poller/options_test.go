@@ -40,11 +40,6 @@ func TestBackendString(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	_, err := poller.NewLoop(poller.WithBackend(poller.Backend(42)))
-	require.ErrorIs(t, err, poller.ErrBackend)
-	assert.PanicsWithValue(t, "poller: backend Backend(42) not available on this platform", func() {
-		poller.New(poller.WithBackend(poller.Backend(42)))
-	})
 	assert.Panics(t, func() { poller.WithStepBudget(0) })
 
 	l, err := poller.NewLoop()
