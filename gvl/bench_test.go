@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/idlemux/idlemux/gvl"
 )
 
@@ -23,9 +25,7 @@ func BenchmarkContended(b *testing.B) {
 			n++
 		}
 	}
-	if n != 0 {
-		b.Fatalf("Contended() true %d times with nobody waiting", n)
-	}
+	require.Zero(b, n, "Contended() true with nobody waiting")
 }
 
 // BenchmarkUncontended is acquire+release with nobody else, beside

@@ -4,6 +4,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/idlemux/idlemux/gvl"
 )
 
@@ -13,22 +16,16 @@ func TestBlockingNobodyWaiting(t *testing.T) {
 	ran := false
 	l.Blocking(func() {
 		ran = true
-		if !l.TryAcquire() {
-			t.Error("lock held inside Blocking")
-		} else {
+		if assert.True(t, l.TryAcquire(), "lock held inside Blocking") {
 			l.Release()
 		}
 	})
-	if !ran {
-		t.Fatal("fn did not run")
-	}
-	if l.TryAcquire() {
-		t.Fatal("lock not held after Blocking")
-	}
+	require.True(t, ran, "fn did not run")
+	require.False(t, l.TryAcquire(), "lock not held after Blocking")
 	l.Release()
-	if s := l.Stats(); s.Handoffs != 0 || s.Contended != 0 {
-		t.Errorf("Stats() = %+v, want no handoffs", s)
-	}
+	s := l.Stats()
+	assert.Zero(t, s.Handoffs, "Stats() = %+v, want no handoffs", s)
+	assert.Zero(t, s.Contended, "Stats() = %+v, want no handoffs", s)
 }
 
 // TestBlockingLetsWaiterIn: while fn runs, a waiter gets the lock; the
@@ -50,9 +47,7 @@ func TestBlockingLetsWaiterIn(t *testing.T) {
 		recv(t, got)
 		close(proceed)
 	})
-	if l.TryAcquire() {
-		t.Fatal("lock not held after Blocking")
-	}
+	require.False(t, l.TryAcquire(), "lock not held after Blocking")
 	wg.Wait()
 	l.Release()
 }
@@ -75,7 +70,7 @@ func TestBlockingPanics(t *testing.T) {
 				})
 				waitWaiters(t, l, 1)
 			}
-			v := panicValue(func() {
+			require.PanicsWithValue(t, "boom", func() {
 				l.Blocking(func() {
 					if waiter {
 						recv(t, got)
@@ -83,20 +78,11 @@ func TestBlockingPanics(t *testing.T) {
 					panic("boom")
 				})
 			})
-			if v != "boom" {
-				t.Fatalf("recovered %#v, want %q", v, "boom")
-			}
-			if l.TryAcquire() {
-				t.Fatal("lock not held after a panic in Blocking")
-			}
-			if l.Waiters() != 0 {
-				t.Errorf("Waiters() = %d, want 0", l.Waiters())
-			}
+			require.False(t, l.TryAcquire(), "lock not held after a panic in Blocking")
+			assert.Zero(t, l.Waiters())
 			l.Release()
 			wg.Wait()
-			if !l.TryAcquire() {
-				t.Fatal("lock not free after Release")
-			}
+			require.True(t, l.TryAcquire(), "lock not free after Release")
 		})
 	}
 }

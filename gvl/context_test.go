@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/idlemux/idlemux/gvl"
 )
 
@@ -14,16 +17,10 @@ func TestAcquireContextDone(t *testing.T) {
 	l := gvl.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := l.AcquireContext(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("AcquireContext(done ctx) = %v, want context.Canceled", err)
-	}
-	if !l.TryAcquire() {
-		t.Fatal("lock not free after a failed AcquireContext")
-	}
+	require.ErrorIs(t, l.AcquireContext(ctx), context.Canceled)
+	require.True(t, l.TryAcquire(), "lock not free after a failed AcquireContext")
 	l.Release()
-	if err := l.AcquireContext(context.Background()); err != nil {
-		t.Fatalf("AcquireContext(Background) = %v, want nil", err)
-	}
+	require.NoError(t, l.AcquireContext(context.Background()))
 	l.Release()
 }
 
@@ -50,24 +47,16 @@ func TestAcquireContextCancelQueued(t *testing.T) {
 		waitWaiters(t, l, i+1)
 	}
 	cancel()
-	if err := recv(t, errc); !errors.Is(err, context.Canceled) {
-		t.Fatalf("AcquireContext = %v, want context.Canceled", err)
-	}
+	require.ErrorIs(t, recv(t, errc), context.Canceled)
 	waitWaiters(t, l, 2)
-	if !l.Contended() {
-		t.Fatal("Contended() = false with two waiters left")
-	}
+	require.True(t, l.Contended(), "Contended() = false with two waiters left")
 	l.Release()
-	if a, b := recv(t, order), recv(t, order); a != 0 || b != 2 {
-		t.Errorf("served %d then %d, want 0 then 2", a, b)
-	}
+	a, b := recv(t, order), recv(t, order)
+	assert.Equal(t, []int{0, 2}, []int{a, b}, "the order they were served in")
 	wg.Wait()
-	if l.Waiters() != 0 || !l.TryAcquire() {
-		t.Fatalf("after all: Waiters() = %d, lock free = false; want 0, true", l.Waiters())
-	}
-	if s := l.Stats(); s.Cancelled != 1 {
-		t.Errorf("Stats().Cancelled = %d, want 1", s.Cancelled)
-	}
+	require.Zero(t, l.Waiters())
+	require.True(t, l.TryAcquire(), "lock not free after all")
+	assert.Equal(t, uint64(1), l.Stats().Cancelled)
 }
 
 // TestAcquireContextCancelHead cancels the head waiter, the one timing the
@@ -88,9 +77,7 @@ func TestAcquireContextCancelHead(t *testing.T) {
 	})
 	waitWaiters(t, l, 2)
 	cancel()
-	if err := recv(t, errc); !errors.Is(err, context.Canceled) {
-		t.Fatalf("AcquireContext = %v, want context.Canceled", err)
-	}
+	require.ErrorIs(t, recv(t, errc), context.Canceled)
 	waitWaiters(t, l, 1)
 	l.Release()
 	recv(t, got)
@@ -139,18 +126,14 @@ func TestAcquireContextCancelRacesHandoff(t *testing.T) {
 		case errors.Is(err, context.Canceled) && handedOver == 0:
 			left++ // it ran before the release: an ordinary cancellation
 		default:
-			t.Fatalf("AcquireContext = %v after %d handoffs", err, handedOver)
+			require.FailNowf(t, "unexpected outcome", "AcquireContext = %v after %d handoffs", err, handedOver)
 		}
-		if l.Waiters() != 0 || !l.TryAcquire() {
-			t.Fatalf("after race %d: Waiters() = %d, lock not free", i, l.Waiters())
-		}
+		require.Zero(t, l.Waiters(), "after race %d", i)
+		require.True(t, l.TryAcquire(), "after race %d: lock not free", i)
 		l.Release()
 	}
 	t.Logf("kept %d, passed on %d, left the queue %d", kept, passedOn, left)
-	if kept == 0 || passedOn == 0 {
-		t.Errorf("kept %d, passed on %d: want both paths taken", kept, passedOn)
-	}
-	if s := l.Stats(); s.Cancelled != uint64(passedOn+left) {
-		t.Errorf("Stats().Cancelled = %d, want %d", s.Cancelled, passedOn+left)
-	}
+	assert.NotZero(t, kept, "the path where the waiter keeps the lock was never taken")
+	assert.NotZero(t, passedOn, "the path where the waiter passes the lock on was never taken")
+	assert.Equal(t, uint64(passedOn+left), l.Stats().Cancelled)
 }

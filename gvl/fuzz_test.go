@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/idlemux/idlemux/gvl"
 )
 
@@ -51,10 +54,9 @@ func (m *lockModel) enter() {
 	m.back()
 }
 
+// back runs on any goroutine: it reports with assert, never require.
 func (m *lockModel) back() {
-	if n := m.holders.Add(1); n != 1 {
-		m.t.Errorf("%d holders at once", n)
-	}
+	assert.Equal(m.t, int32(1), m.holders.Add(1), "holders at once")
 }
 
 func (m *lockModel) leave() { m.holders.Add(-1) }
@@ -97,22 +99,16 @@ func (m *lockModel) spawn(withCtx bool) {
 // run, that every queued waiter got the lock, in FIFO order, before main.
 func (m *lockModel) served() {
 	for _, id := range m.queue {
-		if err := recv(m.t, m.results[id]); err != nil {
-			m.t.Fatalf("waiter %d: %v", id, err)
-		}
+		require.NoError(m.t, recv(m.t, m.results[id]), "waiter %d", id)
 		delete(m.cancels, id)
 	}
 	m.mu.Lock()
 	got := m.order
 	m.order = nil
 	m.mu.Unlock()
-	if !slices.Equal(got, m.queue) {
-		m.t.Fatalf("waiters got the lock in order %v, want %v (FIFO)", got, m.queue)
-	}
+	require.True(m.t, slices.Equal(got, m.queue), "waiters got the lock in order %v, want %v (FIFO)", got, m.queue)
 	m.queue = m.queue[:0]
-	if n := m.l.Waiters(); n != 0 {
-		m.t.Fatalf("Waiters() = %d with the queue served, want 0", n)
-	}
+	require.Zero(m.t, m.l.Waiters(), "Waiters() with the queue served")
 }
 
 // FuzzLock runs programs of lock operations across goroutines and checks
@@ -179,14 +175,10 @@ func FuzzLock(f *testing.F) {
 				delete(m.cancels, id)
 				// Main holds the lock, so nobody was handed it: the
 				// wait must end cancelled and leave the queue.
-				if err := recv(t, m.results[id]); err != context.Canceled {
-					t.Fatalf("cancelled waiter %d: got %v, want %v", id, err, context.Canceled)
-				}
+				require.Equal(t, context.Canceled, recv(t, m.results[id]), "cancelled waiter %d", id)
 				cancelled++
 				m.queue = slices.DeleteFunc(m.queue, func(x int) bool { return x == id })
-				if n := l.Waiters(); n != len(m.queue) {
-					t.Fatalf("Waiters() = %d after a cancel, want %d", n, len(m.queue))
-				}
+				require.Equal(t, len(m.queue), l.Waiters(), "Waiters() after a cancel")
 			case opRelease:
 				m.leave()
 				l.Release()
@@ -204,18 +196,12 @@ func FuzzLock(f *testing.F) {
 				m.enter()
 				m.served()
 			case opTry:
-				if l.TryAcquire() {
-					t.Fatal("TryAcquire took a held lock")
-				}
-				if n := l.Waiters(); n != len(m.queue) {
-					t.Fatalf("Waiters() = %d after TryAcquire, want %d", n, len(m.queue))
-				}
+				require.False(t, l.TryAcquire(), "TryAcquire took a held lock")
+				require.Equal(t, len(m.queue), l.Waiters(), "Waiters() after TryAcquire")
 			case opChaos:
 				m.chaos(arg%4+1, int64(i)<<8|int64(arg))
 			}
-			if n := l.Waiters(); n != len(m.queue) {
-				t.Fatalf("Waiters() = %d between operations, want %d", n, len(m.queue))
-			}
+			require.Equal(t, len(m.queue), l.Waiters(), "Waiters() between operations")
 		}
 		// Let the queue run, then check that the lock is free and
 		// nobody waits or is lost.
@@ -225,29 +211,18 @@ func FuzzLock(f *testing.F) {
 			defer cancel()
 		}
 		for _, id := range m.queue {
-			if err := recv(t, m.results[id]); err != nil {
-				t.Fatalf("waiter %d: %v", id, err)
-			}
+			require.NoError(t, recv(t, m.results[id]), "waiter %d", id)
 		}
 		m.wg.Wait()
-		if l.Waiters() != 0 || l.Contended() || l.ShouldYield() {
-			t.Fatalf("quiescent lock: Waiters %d, Contended %v, ShouldYield %v",
-				l.Waiters(), l.Contended(), l.ShouldYield())
-		}
-		if !l.TryAcquire() {
-			t.Fatal("quiescent lock is held")
-		}
+		require.Zero(t, l.Waiters(), "Waiters() of the quiescent lock")
+		require.False(t, l.Contended(), "Contended() of the quiescent lock")
+		require.False(t, l.ShouldYield(), "ShouldYield() of the quiescent lock")
+		require.True(t, l.TryAcquire(), "quiescent lock is held")
 		l.Release()
 		s := l.Stats()
-		if s.Acquisitions < uint64(m.held.Load()) {
-			t.Errorf("Stats().Acquisitions = %d, below the %d seen", s.Acquisitions, m.held.Load())
-		}
-		if s.Cancelled < uint64(cancelled) {
-			t.Errorf("Stats().Cancelled = %d, below the %d cancels", s.Cancelled, cancelled)
-		}
-		if a, r := acquired.Load(), released.Load(); a != r {
-			t.Errorf("hook: %d acquired, %d released on a free lock", a, r)
-		}
+		assert.GreaterOrEqual(t, s.Acquisitions, uint64(m.held.Load()), "Stats().Acquisitions against those seen")
+		assert.GreaterOrEqual(t, s.Cancelled, uint64(cancelled), "Stats().Cancelled against the cancels")
+		assert.Equal(t, acquired.Load(), released.Load(), "hook: acquired and released events on a free lock")
 	})
 }
 
@@ -322,13 +297,9 @@ func (m *lockModel) chaos(n int, seed int64) {
 	got := m.order
 	m.order = nil
 	m.mu.Unlock()
-	if !slices.Equal(got, queued) {
-		m.t.Fatalf("queued waiters got the lock in order %v, want %v", got, queued)
-	}
+	require.True(m.t, slices.Equal(got, queued), "queued waiters got the lock in order %v, want %v", got, queued)
 	for _, id := range queued {
-		if err := recv(m.t, m.results[id]); err != nil {
-			m.t.Fatalf("waiter %d: %v", id, err)
-		}
+		require.NoError(m.t, recv(m.t, m.results[id]), "waiter %d", id)
 		delete(m.cancels, id)
 	}
 	m.queue = m.queue[:0]

@@ -3,10 +3,12 @@ package gvl_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/idlemux/idlemux/gvl"
 )
@@ -64,9 +66,7 @@ func TestMutualExclusion(t *testing.T) {
 							}
 						}
 						inside++
-						if inside != 1 {
-							t.Errorf("%d goroutines inside the lock, want 1", inside)
-						}
+						assert.Equal(t, 1, inside, "goroutines inside the lock")
 						counter++
 						inside--
 						l.Release()
@@ -75,33 +75,22 @@ func TestMutualExclusion(t *testing.T) {
 			}
 			wg.Wait()
 			t.Logf("%+v", l.Stats())
-			if counter != goroutines*rounds {
-				t.Errorf("counter = %d, want %d", counter, goroutines*rounds)
-			}
-			if l.Contended() || l.Waiters() != 0 {
-				t.Errorf("Contended() = %v, Waiters() = %d after all returned, want false, 0", l.Contended(), l.Waiters())
-			}
-			if !l.TryAcquire() {
-				t.Error("lock left held")
-			}
+			assert.Equal(t, goroutines*rounds, counter)
+			assert.False(t, l.Contended(), "Contended() after all returned")
+			assert.Zero(t, l.Waiters(), "Waiters() after all returned")
+			assert.True(t, l.TryAcquire(), "lock left held")
 		})
 	}
 }
 
 func TestZeroValueAndTryAcquire(t *testing.T) {
 	var l gvl.Lock
-	if !l.TryAcquire() {
-		t.Fatal("TryAcquire on a new Lock = false, want true")
-	}
-	if l.TryAcquire() {
-		t.Fatal("TryAcquire on a held Lock = true, want false")
-	}
+	require.True(t, l.TryAcquire(), "TryAcquire on a new Lock")
+	require.False(t, l.TryAcquire(), "TryAcquire on a held Lock")
 	l.Release()
 	l.Acquire()
 	l.Release()
-	if got := l.Stats().Acquisitions; got != 2 {
-		t.Errorf("Acquisitions = %d, want 2", got)
-	}
+	assert.Equal(t, uint64(2), l.Stats().Acquisitions)
 }
 
 // TestContendedWaiters queues goroutines one at a time behind a holder and
@@ -110,13 +99,10 @@ func TestZeroValueAndTryAcquire(t *testing.T) {
 func TestContendedWaiters(t *testing.T) {
 	const n = 5
 	l := gvl.New()
-	if l.Contended() || l.Waiters() != 0 {
-		t.Fatalf("new lock: Contended() = %v, Waiters() = %d, want false, 0", l.Contended(), l.Waiters())
-	}
+	require.False(t, l.Contended(), "Contended() of a new lock")
+	require.Zero(t, l.Waiters(), "Waiters() of a new lock")
 	l.Acquire()
-	if l.Contended() {
-		t.Fatal("Contended() = true with a holder and no waiter")
-	}
+	require.False(t, l.Contended(), "Contended() with a holder and no waiter")
 	order := make(chan int, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -126,23 +112,16 @@ func TestContendedWaiters(t *testing.T) {
 			l.Release()
 		})
 		waitWaiters(t, l, i+1)
-		if !l.Contended() {
-			t.Fatalf("Contended() = false with %d waiters", i+1)
-		}
+		require.True(t, l.Contended(), "Contended() with %d waiters", i+1)
 	}
-	if l.TryAcquire() {
-		t.Fatal("TryAcquire succeeded on a held lock")
-	}
+	require.False(t, l.TryAcquire(), "TryAcquire on a held lock")
 	l.Release()
 	for want := range n {
-		if got := recv(t, order); got != want {
-			t.Errorf("goroutine %d got the lock in turn %d, want FIFO order", got, want)
-		}
+		assert.Equal(t, want, recv(t, order), "the goroutine served in turn %d (FIFO)", want)
 	}
 	wg.Wait()
-	if l.Contended() || l.Waiters() != 0 {
-		t.Errorf("after all: Contended() = %v, Waiters() = %d, want false, 0", l.Contended(), l.Waiters())
-	}
+	assert.False(t, l.Contended(), "Contended() after all")
+	assert.Zero(t, l.Waiters(), "Waiters() after all")
 }
 
 // TestReleaseHandsOver checks that a release with a waiter hands the lock
@@ -162,19 +141,14 @@ func TestReleaseHandsOver(t *testing.T) {
 	})
 	waitWaiters(t, l, 1)
 	l.Release()
-	if n := l.Waiters(); n != 0 {
-		t.Errorf("Waiters() = %d right after Release, want 0", n)
-	}
-	if l.TryAcquire() {
-		t.Fatal("TryAcquire took a lock that was handed to a waiter")
-	}
+	assert.Zero(t, l.Waiters(), "Waiters() right after Release")
+	require.False(t, l.TryAcquire(), "TryAcquire took a lock that was handed to a waiter")
 	recv(t, got)
 	close(proceed)
 	wg.Wait()
 	s := l.Stats()
-	if s.Handoffs != 1 || s.Contended != 1 || s.Acquisitions != 2 {
-		t.Errorf("Stats() = %+v, want 1 handoff, 1 contended, 2 acquisitions", s)
-	}
+	assert.Equal(t, [3]uint64{1, 1, 2}, [3]uint64{s.Handoffs, s.Contended, s.Acquisitions},
+		"handoffs, contended, acquisitions in %+v", s)
 }
 
 func TestMisusePanics(t *testing.T) {
@@ -191,30 +165,20 @@ func TestMisusePanics(t *testing.T) {
 			l := gvl.New()
 			v := panicValue(func() { tc.fn(l) })
 			msg, _ := v.(string)
-			if !strings.HasPrefix(msg, "gvl: ") {
-				t.Errorf("panic value %#v, want a string starting with %q", v, "gvl: ")
-			}
+			assert.Regexp(t, "^gvl: ", msg, "panic value %#v", v)
 			// The lock is still usable and free.
-			if !l.TryAcquire() {
-				t.Error("lock not free after the misuse")
-			}
+			assert.True(t, l.TryAcquire(), "lock not free after the misuse")
 		})
 	}
 }
 
 func TestAllocs(t *testing.T) {
 	l := gvl.New()
-	if n := testing.AllocsPerRun(100, func() { l.Acquire(); l.Release() }); n != 0 {
-		t.Errorf("Acquire+Release allocates %v times, want 0", n)
-	}
+	assert.Zero(t, testing.AllocsPerRun(100, func() { l.Acquire(); l.Release() }), "allocations by Acquire+Release")
 	l.Acquire()
 	defer l.Release()
-	if n := testing.AllocsPerRun(100, func() { l.Blocking(func() {}) }); n != 0 {
-		t.Errorf("Blocking with nobody waiting allocates %v times, want 0", n)
-	}
-	if n := testing.AllocsPerRun(100, l.Yield); n != 0 {
-		t.Errorf("Yield with nobody waiting allocates %v times, want 0", n)
-	}
+	assert.Zero(t, testing.AllocsPerRun(100, func() { l.Blocking(func() {}) }), "allocations by Blocking with nobody waiting")
+	assert.Zero(t, testing.AllocsPerRun(100, l.Yield), "allocations by Yield with nobody waiting")
 }
 
 func TestStatsAndHook(t *testing.T) {
@@ -230,9 +194,7 @@ func TestStatsAndHook(t *testing.T) {
 	mu.Lock()
 	got := fmt.Sprint(events)
 	mu.Unlock()
-	if want := "[acquired released]"; got != want {
-		t.Errorf("uncontended events %s, want %s", got, want)
-	}
+	assert.Equal(t, "[acquired released]", got, "uncontended events")
 
 	l.Acquire()
 	done := make(chan struct{})
@@ -247,24 +209,19 @@ func TestStatsAndHook(t *testing.T) {
 	recv(t, done)
 
 	s := l.Stats()
-	if s.Acquisitions != 3 || s.Contended != 1 || s.Handoffs != 1 || s.Yields != 0 || s.Cancelled != 0 {
-		t.Errorf("Stats() = %+v, want 3 acquisitions, 1 contended, 1 handoff", s)
-	}
-	if s.WaitMax < time.Millisecond || s.WaitTotal != s.WaitMax {
-		t.Errorf("WaitMax = %v, WaitTotal = %v, want WaitMax >= 1ms and WaitTotal == WaitMax", s.WaitMax, s.WaitTotal)
-	}
+	assert.Equal(t, [5]uint64{3, 1, 1, 0, 0}, [5]uint64{s.Acquisitions, s.Contended, s.Handoffs, s.Yields, s.Cancelled},
+		"acquisitions, contended, handoffs, yields, cancelled in %+v", s)
+	assert.GreaterOrEqual(t, s.WaitMax, time.Millisecond)
+	assert.Equal(t, s.WaitMax, s.WaitTotal, "one wait: its total is its maximum")
 	mu.Lock()
 	defer mu.Unlock()
 	count := map[gvl.Event]int{}
 	for _, e := range events {
 		count[e]++
 	}
-	if count[gvl.EventAcquired] != 3 || count[gvl.EventReleased] != 3 || count[gvl.EventWaiting] != 1 {
-		t.Errorf("events %v, want 3 acquired, 3 released, 1 waiting", events)
-	}
+	assert.Equal(t, map[gvl.Event]int{gvl.EventAcquired: 3, gvl.EventReleased: 3, gvl.EventWaiting: 1}, count, "events %v", events)
 	for _, e := range []gvl.Event{gvl.EventWaiting, gvl.EventAcquired, gvl.EventReleased} {
-		if s := e.String(); s == "" || strings.HasPrefix(s, "gvl.Event(") {
-			t.Errorf("Event(%d).String() = %q, want a name", e, s)
-		}
+		assert.NotEmpty(t, e.String())
+		assert.NotRegexp(t, `^gvl\.Event\(`, e.String(), "Event(%d) has no name", e)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/idlemux/idlemux/gvl"
@@ -22,9 +23,7 @@ func waitWaiters(tb testing.TB, l *gvl.Lock, n int) {
 	tb.Helper()
 	deadline := time.Now().Add(timeout)
 	for l.Waiters() != n {
-		if time.Now().After(deadline) {
-			tb.Fatalf("Waiters() = %d after %v, want %d", l.Waiters(), timeout, n)
-		}
+		require.False(tb, time.Now().After(deadline), "Waiters() = %d after %v, want %d", l.Waiters(), timeout, n)
 		time.Sleep(20 * time.Microsecond)
 	}
 }
@@ -36,7 +35,7 @@ func recv[T any](tb testing.TB, ch <-chan T) T {
 	case v := <-ch:
 		return v
 	case <-time.After(timeout):
-		tb.Fatalf("nothing received after %v", timeout)
+		require.FailNow(tb, "nothing received", "after %v", timeout)
 		panic("unreachable")
 	}
 }

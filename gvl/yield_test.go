@@ -1,12 +1,14 @@
 package gvl_test
 
 import (
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/idlemux/idlemux/gvl"
 )
@@ -43,29 +45,24 @@ func TestYieldFIFO(t *testing.T) {
 			want = append(want, i)
 		}
 	}
-	if fmt.Sprint(log) != fmt.Sprint(want) {
-		t.Errorf("turns %v, want %v", log, want)
-	}
+	assert.Equal(t, want, log, "turns")
 	// Every Yield finds somebody queued, even the last one (the main
 	// goroutine waits in its own last Yield); the final Releases hand over
 	// n-1 more times.
 	s := l.Stats()
-	if s.Yields != n*rounds || s.Handoffs != n*rounds+n-1 {
-		t.Errorf("Stats() = %+v, want %d yields and %d handoffs", s, n*rounds, n*rounds+n-1)
-	}
+	assert.Equal(t, uint64(n*rounds), s.Yields, "yields in %+v", s)
+	assert.Equal(t, uint64(n*rounds+n-1), s.Handoffs, "handoffs in %+v", s)
 }
 
 func TestYieldNobodyWaiting(t *testing.T) {
 	l := gvl.New()
 	l.Acquire()
 	l.Yield()
-	if l.TryAcquire() {
-		t.Fatal("Yield with nobody waiting left the lock free")
-	}
+	require.False(t, l.TryAcquire(), "Yield with nobody waiting left the lock free")
 	l.Release()
-	if s := l.Stats(); s.Yields != 0 || s.Handoffs != 0 {
-		t.Errorf("Stats() = %+v, want no yields or handoffs", s)
-	}
+	s := l.Stats()
+	assert.Zero(t, s.Yields, "yields in %+v", s)
+	assert.Zero(t, s.Handoffs, "handoffs in %+v", s)
 }
 
 // TestYieldKeepsCount: during a Yield the yielder is a waiter, and the
@@ -82,9 +79,7 @@ func TestYieldKeepsCount(t *testing.T) {
 	})
 	waitWaiters(t, l, 1)
 	l.Yield()
-	if n := recv(t, got); n != 1 {
-		t.Errorf("Waiters() seen by the new holder = %d, want 1 (the yielder)", n)
-	}
+	assert.Equal(t, 1, recv(t, got), "Waiters() seen by the new holder: the yielder")
 	l.Release()
 	wg.Wait()
 }
@@ -108,16 +103,13 @@ func TestCheckpointNoStarvation(t *testing.T) {
 			})
 			deadline := time.Now().Add(timeout)
 			for !got.Load() {
-				if time.Now().After(deadline) {
-					t.Fatalf("waiter did not get the lock in %v of Checkpoint", timeout)
-				}
+				require.False(t, time.Now().After(deadline), "waiter did not get the lock in %v of Checkpoint", timeout)
 				l.Checkpoint() // spins: the holder never blocks
 			}
 			l.Release()
 			wg.Wait()
-			if s := l.Stats(); s.Yields != 1 {
-				t.Errorf("Stats() = %+v, want exactly 1 yield", s)
-			}
+			s := l.Stats()
+			assert.Equal(t, uint64(1), s.Yields, "yields in %+v", s)
 		})
 	}
 }
@@ -127,9 +119,7 @@ func TestCheckpointNoStarvation(t *testing.T) {
 func TestShouldYield(t *testing.T) {
 	l := gvl.New(gvl.WithTimeslice(time.Millisecond))
 	l.Acquire()
-	if l.ShouldYield() {
-		t.Fatal("ShouldYield() = true with nobody waiting")
-	}
+	require.False(t, l.ShouldYield(), "ShouldYield() with nobody waiting")
 	proceed := make(chan struct{})
 	got := make(chan bool)
 	var wg sync.WaitGroup
@@ -141,15 +131,11 @@ func TestShouldYield(t *testing.T) {
 	})
 	deadline := time.Now().Add(timeout)
 	for !l.ShouldYield() {
-		if time.Now().After(deadline) {
-			t.Fatalf("ShouldYield() still false %v after a waiter queued", timeout)
-		}
+		require.False(t, time.Now().After(deadline), "ShouldYield() still false %v after a waiter queued", timeout)
 		time.Sleep(100 * time.Microsecond)
 	}
 	l.Release()
-	if recv(t, got) {
-		t.Error("ShouldYield() = true for the new holder with nobody waiting")
-	}
+	assert.False(t, recv(t, got), "ShouldYield() for the new holder with nobody waiting")
 	close(proceed)
 	wg.Wait()
 }
@@ -164,13 +150,9 @@ func TestTimesliceDisabled(t *testing.T) {
 	})
 	waitWaiters(t, l, 1)
 	time.Sleep(20 * time.Millisecond)
-	if l.ShouldYield() {
-		t.Error("ShouldYield() = true with timeslices disabled")
-	}
+	assert.False(t, l.ShouldYield(), "ShouldYield() with timeslices disabled")
 	l.Checkpoint() // must not yield
-	if l.Waiters() != 1 {
-		t.Error("Checkpoint yielded with timeslices disabled")
-	}
+	assert.Equal(t, 1, l.Waiters(), "Checkpoint yielded with timeslices disabled")
 	l.Release()
 	wg.Wait()
 }

@@ -5,6 +5,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 const sampleStatus = `Name:	cat
@@ -40,17 +43,11 @@ func TestParseStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := parseStatus(strings.NewReader(tt.in))
 			if tt.wantErr {
-				if err == nil {
-					t.Fatalf("got %+v, nil error, want an error", got)
-				}
+				require.Error(t, err, "got %+v", got)
 				return
 			}
-			if err != nil {
-				t.Fatalf("got error %v, want %+v", err, tt.want)
-			}
-			if got != tt.want {
-				t.Fatalf("got %+v, want %+v", got, tt.want)
-			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
 		})
 	}
 }
@@ -62,24 +59,16 @@ func currentOrSkip(t *testing.T) uint64 {
 	if errors.Is(err, errors.ErrUnsupported) {
 		t.Skipf("current RSS is not available on %s", runtime.GOOS)
 	}
-	if err != nil {
-		t.Fatalf("Current: %v", err)
-	}
+	require.NoError(t, err, "Current")
 	return cur
 }
 
 func TestPeakAtLeastCurrent(t *testing.T) {
 	cur := currentOrSkip(t)
 	peak, err := Peak()
-	if err != nil {
-		t.Fatalf("Peak: %v", err)
-	}
-	if cur == 0 {
-		t.Fatalf("got current RSS 0, want > 0")
-	}
-	if peak < cur {
-		t.Fatalf("got peak %d < current %d", peak, cur)
-	}
+	require.NoError(t, err, "Peak")
+	assert.NotZero(t, cur, "current RSS")
+	assert.GreaterOrEqual(t, peak, cur, "peak against current")
 }
 
 // TestPeakSeesTouchedMemory checks the unit end to end, on every system:
@@ -99,10 +88,7 @@ func TestPeakSeesTouchedMemory(t *testing.T) {
 	if errors.Is(err, errors.ErrUnsupported) {
 		t.Skipf("peak RSS is not available on %s", runtime.GOOS)
 	}
-	if err != nil {
-		t.Fatalf("Peak: %v", err)
-	}
-	if peak < size*9/10 || peak > limit {
-		t.Fatalf("got peak %d while holding %d touched bytes, want within [%d, %d]", peak, size, size*9/10, limit)
-	}
+	require.NoError(t, err, "Peak")
+	assert.GreaterOrEqual(t, peak, uint64(size*9/10), "peak while holding %d touched bytes", size)
+	assert.LessOrEqual(t, peak, uint64(limit), "peak while holding %d touched bytes", size)
 }
