@@ -6,13 +6,12 @@ import "time"
 // goroutine waits before it is asked to yield (between one and two slices;
 // see ShouldYield).
 //
-// Ruby uses 100 ms and CPython 5 ms. 10 ms is Go's own scheduling quantum
-// (forcePreemptNS in runtime/proc.go: the runtime preempts a goroutine that
-// has run for 10 ms), so on a single P a waiter stuck behind a spinning
-// holder gets to run, queue and time the holder on about that scale anyway;
-// a shorter slice would promise what GOMAXPROCS=1 cannot keep. It is ten times tighter than Ruby's, which
-// bounds the tail latency a waiter sees, and a handoff costs microseconds, so
-// switching every 10 ms spends well under 0.1% of the time on switches.
+// 10 ms is Go's own scheduling quantum (the runtime preempts a goroutine
+// that has run that long), so on a single P a waiter behind a spinning
+// holder gets to run and queue on about that scale anyway: a shorter slice
+// would promise what GOMAXPROCS=1 cannot keep. A handoff costs
+// microseconds, so switching that often costs next to nothing. (Ruby uses
+// 100 ms, CPython 5 ms.)
 const DefaultTimeslice = 10 * time.Millisecond
 
 // An Option configures a Lock made by New. A nil Option is ignored, as in

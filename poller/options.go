@@ -10,12 +10,10 @@ import (
 
 // DefaultStepBudget bounds one idle step when WithStepBudget is not given.
 //
-// One millisecond: long enough for a useful slice of collection work (a Go
-// cycle on an almost empty heap takes 0.2 ms to 4 ms, so a stepper usually
-// starts or skips rather than finishes one), and short enough that a due
-// timer or a call's timeout, which a step may delay by at most one budget,
-// is late by no more than the usual scheduling noise. V8 plans idle tasks
-// in slices of the same order.
+// One millisecond: long enough for a useful slice of collection work, and
+// short enough that a due timer or a call's timeout, which a step may
+// delay by about one budget, is late by no more than the usual scheduling
+// noise.
 const DefaultStepBudget = time.Millisecond
 
 // An Option configures a Mux made by New or a Loop made by NewLoop. A nil
