@@ -298,13 +298,11 @@ func (l *Loop) runOnce(op string, timeout time.Duration) (int, error) {
 	if err != nil {
 		return 0, opError(op, os.NewSyscallError(l.be.waitName(), err))
 	}
+	// Handlers and timers may leave garbage: dispatch and fireTimers set
+	// mayStep before each call, so the next idle moment offers the
+	// stepper work again, even after a panic.
 	called := l.dispatch(n)
 	called += l.fireTimers()
-	if called > 0 {
-		// Handlers and timers may have left garbage: the next idle
-		// moment offers the stepper work again.
-		l.mayStep = true
-	}
 	if l.isClosed() {
 		return called, opError(op, ErrClosed)
 	}
@@ -369,6 +367,7 @@ func (l *Loop) dispatch(n int) int {
 		}
 		called++
 		l.c.events.Add(1)
+		l.mayStep = true // set before the call, which may panic
 		h(int(e.fd), ev)
 	}
 	return called

@@ -92,3 +92,28 @@ func TestLoopHandlerPanic(t *testing.T) {
 		assert.ErrorIs(t, l.Run(ctx), context.Canceled)
 	})
 }
+
+// TestLoopStepsAfterHandlerPanic: a handler that panics may have left
+// garbage like any other, so the next idle moment offers the stepper work
+// again, as it does after a handler that returns.
+func TestLoopStepsAfterHandlerPanic(t *testing.T) {
+	s := &stepper{more: never}
+	l := newLoop(t, poller.WithStepper(s))
+	p := newPipe(t)
+	_, err := l.RunOnce(10 * time.Millisecond)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), s.calls.Load(), "the first idle moment steps once")
+	_, err = l.RunOnce(10 * time.Millisecond)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), s.calls.Load(), "no step while nothing ran")
+
+	require.NoError(t, l.Add(p.r, poller.Read, func(fd int, ev poller.Events) {
+		require.NoError(t, l.Remove(fd))
+		panic("handler")
+	}))
+	p.write(p.w, "x")
+	require.PanicsWithValue(t, "handler", func() { l.RunOnce(time.Second) })
+	_, err = l.RunOnce(10 * time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), s.calls.Load(), "the idle moment after the panic offered no step")
+}

@@ -111,6 +111,7 @@ func (l *Loop) fireTimers() int {
 		l.mu.Unlock()
 		n++
 		l.c.timers.Add(1)
+		l.mayStep = true
 		t.f()
 	}
 }
