@@ -126,3 +126,40 @@ func hasBackend(b poller.Backend) bool {
 	}
 	return false
 }
+
+// TestNewLoopSelectHighWakeFD: in a process whose low fds are all taken,
+// the select backend's own wake fd is beyond FD_SETSIZE: NewLoop says so
+// with an error (it used to reach FD_SET's guard), and leaks no fd.
+func TestNewLoopSelectHighWakeFD(t *testing.T) {
+	var dups []int
+	defer func() {
+		for _, fd := range dups {
+			unix.Close(fd)
+		}
+	}()
+	for {
+		fd, err := unix.Dup(0)
+		if err != nil {
+			t.Skipf("cannot open fds up to FD_SETSIZE: %v", err)
+		}
+		dups = append(dups, fd)
+		if fd >= unix.FD_SETSIZE+4 {
+			break
+		}
+	}
+	// Free a few fds above FD_SETSIZE only, for the loop's own.
+	for _, fd := range dups[len(dups)-4:] {
+		unix.Close(fd)
+	}
+	dups = dups[:len(dups)-4]
+	before := openFDs(t)
+	var l *poller.Loop
+	var err error
+	require.NotPanics(t, func() { l, err = poller.NewLoop(poller.WithBackend(poller.BackendSelect)) })
+	if l != nil {
+		l.Close()
+	}
+	require.ErrorIs(t, err, poller.ErrFDRange)
+	assert.True(t, strings.HasPrefix(err.Error(), "poller: NewLoop: fd "), "got %q", err)
+	assert.Equal(t, before, openFDs(t), "a failed NewLoop leaked an fd")
+}

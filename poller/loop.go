@@ -67,7 +67,8 @@ type registration struct {
 }
 
 // NewLoop returns a Loop configured by opts, or the error of the system call
-// that failed (running out of fds, for instance). Like New, it panics, with
+// that failed (running out of fds, for instance), or ErrFDRange if its own
+// wake fd is one the select backend cannot hold. Like New, it panics, with
 // an error wrapping ErrBackend, if WithBackend names a backend the platform
 // lacks: that is a mistake in the program, which Backends lets it avoid.
 func NewLoop(opts ...Option) (*Loop, error) {
@@ -91,6 +92,12 @@ func NewLoop(opts ...Option) (*Loop, error) {
 	if err := l.wake.open(&l.c); err != nil {
 		be.close()
 		return nil, opError("NewLoop", err)
+	}
+	if limit := fdLimitOf(cfg.backend); l.wake.rfd >= limit {
+		// select(2) cannot hold it: the process has FD_SETSIZE fds open.
+		l.wake.close(&l.c)
+		be.close()
+		return nil, rangeError("NewLoop", l.wake.rfd, limit)
 	}
 	if err := be.add(l.wake.rfd, Read, wakeGen); err != nil {
 		l.wake.close(&l.c)
