@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/idlemux/idlemux/gvl"
 )
 
@@ -137,9 +139,7 @@ func benchDepth(b *testing.B, impls []depthImpl) {
 					b.ReportAllocs()
 					atDepth(d, func() {
 						b.ResetTimer()
-						if got := impl.run(b.N); got != b.N {
-							b.Errorf("%d done, want %d", got, b.N)
-						}
+						assert.Equal(b, b.N, impl.run(b.N), "operations done")
 					})
 				})
 			}

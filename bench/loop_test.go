@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
 	"github.com/idlemux/idlemux/gcstep"
@@ -193,12 +195,8 @@ func chunkLoopOS(n int) (chunkResult, error) {
 
 func BenchmarkChunkLoop(b *testing.B) {
 	report := func(b *testing.B, res chunkResult, err error) {
-		if err != nil {
-			b.Fatal(err)
-		}
-		if want := int64(b.N) * chunkSize; res.bytes != want {
-			b.Fatalf("read %d bytes, want %d", res.bytes, want)
-		}
+		require.NoError(b, err)
+		require.Equal(b, int64(b.N)*chunkSize, res.bytes, "bytes read")
 		b.SetBytes(chunkSize)
 		b.ReportMetric(float64(res.cycles)/float64(b.N), "gc-cycles/op")
 		b.ReportMetric(float64(res.steps)/float64(b.N), "steps/op")
@@ -236,15 +234,13 @@ func TestChunkLoop(t *testing.T) {
 			}
 			return chunkLoopGVL(n, st)
 		})
-		if err != nil || res.bytes != n*chunkSize {
-			t.Errorf("step=%v: %d bytes, error %v; want %d", step, res.bytes, err, n*chunkSize)
-		}
-		if !step && res.steps != 0 {
-			t.Errorf("step=off: %d steps", res.steps)
+		assert.NoError(t, err, "step=%v", step)
+		assert.Equal(t, int64(n*chunkSize), res.bytes, "step=%v: bytes read", step)
+		if !step {
+			assert.Zero(t, res.steps, "step=off: steps")
 		}
 	}
 	res, err := runWithTimeout(t, func() (chunkResult, error) { return chunkLoopOS(n) })
-	if err != nil || res.bytes != n*chunkSize {
-		t.Errorf("os: %d bytes, error %v; want %d", res.bytes, err, n*chunkSize)
-	}
+	assert.NoError(t, err, "os")
+	assert.Equal(t, int64(n*chunkSize), res.bytes, "os: bytes read")
 }

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/idlemux/idlemux/poller"
 )
 
@@ -47,27 +50,22 @@ func TestNoSignalMaskPerIteration(t *testing.T) {
 			cmd := exec.Command(strace, "-f", "-c", "-o", out,
 				os.Args[0], "-test.run", "^TestNoSignalMaskPerIteration$", "-test.count", "1")
 			cmd.Env = append(os.Environ(), straceChildEnv+"="+backend.String())
-			if b, err := cmd.CombinedOutput(); err != nil {
-				if strings.Contains(string(b), "ptrace") || strings.Contains(string(b), "Operation not permitted") {
-					t.Skipf("strace cannot trace here: %s", strings.TrimSpace(string(b)))
-				}
-				t.Fatalf("strace: %v\n%s", err, b)
+			b, err := cmd.CombinedOutput()
+			if err != nil && (strings.Contains(string(b), "ptrace") || strings.Contains(string(b), "Operation not permitted")) {
+				t.Skipf("strace cannot trace here: %s", strings.TrimSpace(string(b)))
 			}
+			require.NoError(t, err, "strace:\n%s", b)
 			calls, err := straceCounts(out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			t.Logf("%d round trips × 2 (WaitFD, Select): %v", straceRounds, calls)
 			waits := 0
 			for _, sc := range []string{"ppoll", "poll", "select", "pselect6", "epoll_wait", "epoll_pwait"} {
 				waits += calls[sc]
 			}
-			if waits < straceRounds {
-				t.Errorf("%d wait system calls for %d round trips: the trace did not see the ping-pong", waits, 2*straceRounds)
-			}
-			if got, limit := calls["rt_sigprocmask"], straceRounds/4; got >= limit {
-				t.Errorf("%d rt_sigprocmask calls for %d round trips, want fewer than %d: a signal-mask call per iteration", got, 2*straceRounds, limit)
-			}
+			assert.GreaterOrEqual(t, waits, straceRounds,
+				"wait system calls for %d round trips: the trace did not see the ping-pong", 2*straceRounds)
+			assert.Less(t, calls["rt_sigprocmask"], straceRounds/4,
+				"rt_sigprocmask calls for %d round trips: a signal-mask call per iteration", 2*straceRounds)
 		})
 	}
 }
@@ -81,13 +79,12 @@ func straceChild(t *testing.T) {
 			continue
 		}
 		for _, useSelect := range []bool{false, true} {
-			if _, err := pingPongGVL(straceRounds, useSelect, false, b); err != nil {
-				t.Fatal(err)
-			}
+			_, err := pingPongGVL(straceRounds, useSelect, false, b)
+			require.NoError(t, err, "ping-pong, select=%v", useSelect)
 		}
 		return
 	}
-	t.Fatalf("unknown backend %q", name)
+	require.Failf(t, "unknown backend", "%s=%q names no backend of this platform", straceChildEnv, name)
 }
 
 // straceCounts reads the "calls" column of a `strace -c` summary.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/idlemux/idlemux/gvl"
 )
 
@@ -154,9 +156,7 @@ func BenchmarkMutex(b *testing.B) {
 			for _, g := range []int{1, 2, 2000} {
 				b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
 					b.ReportAllocs()
-					if got := contend(impl.mu(), g, b.N); got != b.N {
-						b.Fatalf("counter %d, want %d", got, b.N)
-					}
+					require.Equal(b, b.N, contend(impl.mu(), g, b.N), "counter")
 				})
 			}
 		})
@@ -276,9 +276,7 @@ func BenchmarkAliveCheck(b *testing.B) {
 		b.Run("impl="+impl.name, func(b *testing.B) {
 			b.ReportAllocs()
 			ran, passes := impl.run(b.N)
-			if ran != b.N {
-				b.Fatalf("%d goroutines ran, want %d", ran, b.N)
-			}
+			require.Equal(b, b.N, ran, "goroutines ran")
 			b.ReportMetric(float64(passes)/float64(b.N), "passes/op")
 		})
 	}
@@ -458,9 +456,7 @@ func benchCounted(b *testing.B, what string, impls ...namedRun) {
 	for _, impl := range impls {
 		b.Run("impl="+impl.name, func(b *testing.B) {
 			b.ReportAllocs()
-			if got := impl.run(b.N); got != b.N {
-				b.Fatalf("%d %s, want %d", got, what, b.N)
-			}
+			require.Equal(b, b.N, impl.run(b.N), what)
 		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/idlemux/idlemux/gvl"
 )
 
@@ -27,9 +29,7 @@ func TestWorkloads(t *testing.T) {
 		{"deepPingPongChan", deepPingPongChan},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.run(n); got != n {
-				t.Errorf("got %d, want %d", got, n)
-			}
+			assert.Equal(t, n, tc.run(n), "units of work completed")
 		})
 	}
 }
@@ -40,9 +40,7 @@ func TestContendExcludes(t *testing.T) {
 		mu   locker
 	}{{"gvl", gvlLocker{gvl.New()}}, {"mutex", new(sync.Mutex)}} {
 		for _, g := range []int{1, 2, 2000} {
-			if got, want := contend(tc.mu, g, 4001), 4001; got != want {
-				t.Errorf("%s goroutines=%d: counter %d, want %d", tc.name, g, got, want)
-			}
+			assert.Equal(t, 4001, contend(tc.mu, g, 4001), "%s goroutines=%d: counter", tc.name, g)
 		}
 	}
 }
@@ -53,19 +51,16 @@ func TestContendExcludes(t *testing.T) {
 // finishes).
 func TestPassTakesTurns(t *testing.T) {
 	const n = 2000
-	if got := passGVL(n); got < n-2 {
-		t.Errorf("gvl: %d switches in %d turns, want at least %d", got, n, n-2)
-	}
-	if got := passMutex(n); got < 1 || got > n {
-		t.Errorf("mutex: %d switches in %d turns, want 1..%d", got, n, n)
-	}
+	assert.GreaterOrEqual(t, passGVL(n), n-2, "gvl: switches in %d turns", n)
+	got := passMutex(n)
+	assert.GreaterOrEqual(t, got, 1, "mutex: switches in %d turns, want 1..%d", n, n)
+	assert.LessOrEqual(t, got, n, "mutex: switches in %d turns, want 1..%d", n, n)
 }
 
 func TestAliveCheckRunsEveryGoroutine(t *testing.T) {
 	for _, run := range []func(int) (int, int){aliveCheckGVL, aliveCheckMutex} {
-		if ran, _ := run(200); ran != 200 {
-			t.Errorf("%d goroutines ran, want 200", ran)
-		}
+		ran, _ := run(200)
+		assert.Equal(t, 200, ran, "goroutines ran")
 	}
 }
 
@@ -73,8 +68,6 @@ func TestAtDepth(t *testing.T) {
 	for _, d := range depths {
 		called := false
 		atDepth(d, func() { called = true })
-		if !called {
-			t.Errorf("depth %d: fn not called", d)
-		}
+		assert.True(t, called, "depth %d: fn called", d)
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // matches applies a -test.bench pattern to a full benchmark name the way
@@ -42,9 +45,7 @@ PASS
 
 func TestPlan(t *testing.T) {
 	names := benchNames(testOutput)
-	if len(names) != 10 {
-		t.Fatalf("got %d names, want 10: %v", len(names), names)
-	}
+	require.Len(t, names, 10, "benchmark names in the test output")
 	for _, tc := range []struct {
 		key  string
 		rows []row
@@ -61,9 +62,7 @@ func TestPlan(t *testing.T) {
 		}},
 	} {
 		p := comparisons[tc.key].plan(names)
-		if !slices.Equal(p.rows, tc.rows) {
-			t.Errorf("%s: rows\n%v\nwant\n%v", tc.key, p.rows, tc.rows)
-		}
+		assert.Equal(t, tc.rows, p.rows, "%s: rows", tc.key)
 		// Each side's pattern selects exactly that side's names.
 		for _, top := range p.tops {
 			for side := range 2 {
@@ -81,11 +80,7 @@ func TestPlan(t *testing.T) {
 						got = append(got, n.String())
 					}
 				}
-				slices.Sort(got)
-				slices.Sort(want)
-				if !slices.Equal(got, want) {
-					t.Errorf("%s: pattern %q for %s side %d selects %v, want %v", tc.key, pat, top, side, got, want)
-				}
+				assert.ElementsMatch(t, want, got, "%s: pattern %q for %s side %d selects", tc.key, pat, top, side)
 			}
 		}
 	}
@@ -95,16 +90,14 @@ func TestCompareRow(t *testing.T) {
 	old := []float64{3.01e-7, 3.02e-7, 3.03e-7, 3.04e-7, 3.05e-7, 3.06e-7}
 	nw := []float64{6.1e-8, 6.2e-8, 6.3e-8, 6.4e-8, 6.5e-8, 6.6e-8}
 	st := compareRow("Pass", old, nw)
-	if st.old.Center < 3.03e-7 || st.old.Center > 3.04e-7 || st.new.Center < 6.3e-8 || st.new.Center > 6.4e-8 {
-		t.Errorf("medians %g, %g; want between the middle samples", st.old.Center, st.new.Center)
-	}
-	if st.delta == "~" || !(st.cmp.P < st.cmp.Alpha) {
-		t.Errorf("disjoint samples: delta %q, p %v; want a significant change", st.delta, st.cmp.P)
-	}
-	same := compareRow("Same", old, old)
-	if same.delta != "~" {
-		t.Errorf("identical samples: delta %q, want ~", same.delta)
-	}
+	// Each median lies between its sample's two middle values.
+	assert.GreaterOrEqual(t, st.old.Center, 3.03e-7, "old median")
+	assert.LessOrEqual(t, st.old.Center, 3.04e-7, "old median")
+	assert.GreaterOrEqual(t, st.new.Center, 6.3e-8, "new median")
+	assert.LessOrEqual(t, st.new.Center, 6.4e-8, "new median")
+	assert.NotEqual(t, "~", st.delta, "disjoint samples: delta, want a significant change")
+	assert.Less(t, st.cmp.P, st.cmp.Alpha, "disjoint samples: p, want a significant change")
+	assert.Equal(t, "~", compareRow("Same", old, old).delta, "identical samples: delta")
 }
 
 func TestSeconds(t *testing.T) {
@@ -112,8 +105,6 @@ func TestSeconds(t *testing.T) {
 		v    float64
 		want string
 	}{{1.5, "1.500s"}, {2.5e-3, "2.500ms"}, {3.25e-6, "3.250µs"}, {6.35e-8, "63.50ns"}} {
-		if got := seconds(tc.v); got != tc.want {
-			t.Errorf("seconds(%g) = %q, want %q", tc.v, got, tc.want)
-		}
+		assert.Equal(t, tc.want, seconds(tc.v), "seconds(%g)", tc.v)
 	}
 }
