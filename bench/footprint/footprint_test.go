@@ -32,7 +32,7 @@ func TestQuickLab(t *testing.T) {
 		t.Skip("skipped under -short")
 	}
 	dir := t.TempDir()
-	cfg := config{out: dir, quick: true, workloads: "urandom,bursty,bigheap", sample: 10 * time.Millisecond, profiles: true}
+	cfg := config{out: dir, quick: true, workloads: "urandom,bursty,tcp,bigheap", sample: 10 * time.Millisecond, profiles: true}
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -67,12 +67,29 @@ func TestQuickLab(t *testing.T) {
 		if r.Bytes <= 0 || r.PeakRSS == 0 || r.Wall <= 0 || len(r.Samples) == 0 {
 			t.Errorf("%s: bytes %d, peak %d, wall %v, %d samples: want all positive", name, r.Bytes, r.PeakRSS, r.Wall, len(r.Samples))
 		}
+		if (r.Stepper != nil) != (r.Stepping == "runtime") {
+			t.Errorf("%s: stepper stats %v, want them for the runtime policy only", name, r.Stepper)
+		}
+		// urandom makes 16 KiB of garbage per read and its loop waits
+		// for the writer between reads: a Runtime that runs no cycle
+		// there has stopped doing its job.
+		if r.Workload == "urandom" && r.Stepper != nil && r.Stepper.CyclesInline+r.Stepper.CyclesBackground == 0 {
+			t.Errorf("%s: the stepper ran no cycle (%+v)", name, *r.Stepper)
+		}
+		if r.Workload == "tcp" {
+			if r.Requests <= 0 || r.Latency == nil || r.Latency.N != int(r.Requests) || r.Syscalls == 0 || r.HandlerSyscalls == 0 {
+				t.Errorf("%s: %d requests, latency %+v, %d poller and %d handler syscalls", name, r.Requests, r.Latency, r.Syscalls, r.HandlerSyscalls)
+			}
+			if len(r.AfterBurstRSS) == 0 || len(r.AfterBurstMS) != len(lab.AfterBurstOffsets) || r.AfterBurstRSS[0][0] == 0 {
+				t.Errorf("%s: RSS after bursts %v at %v ms", name, r.AfterBurstRSS, r.AfterBurstMS)
+			}
+		}
 	}
 	if len(got.Summary) != want {
 		t.Errorf("%d summary rows, want %d", len(got.Summary), want)
 	}
-	if len(got.HeapDiff) != len(lab.Workloads) {
-		t.Errorf("%d heap comparisons, want %d", len(got.HeapDiff), len(lab.Workloads))
+	if len(got.HeapDiff) != 1 || got.HeapDiff[0].Workload != "urandom" {
+		t.Errorf("%d heap comparisons, want 1, of the first workload (urandom)", len(got.HeapDiff))
 	}
 	for _, w := range lab.Workloads {
 		for _, chart := range []string{"rss-", "peak-vs-" + costName(w.Name) + "-"} {
@@ -119,6 +136,31 @@ func writeProfile(t *testing.T, path string, inuse map[string]int64) {
 	defer f.Close()
 	if err := p.Write(f); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestConfigSelects(t *testing.T) {
+	cfg := config{workloads: "tcp", sample: time.Millisecond, gogc: "off,100", steppings: "runtime,off"}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	w, _ := lab.FindWorkload("tcp")
+	var gcs []string
+	for _, gc := range cfg.gcSettings(w) {
+		gcs = append(gcs, gc.GOGC)
+	}
+	if strings.Join(gcs, ",") != "100,off" {
+		t.Errorf("GC settings %v, want 100,off in the lab's order", gcs)
+	}
+	if got := strings.Join(cfg.stepping(), ","); got != "off,runtime" {
+		t.Errorf("policies %s, want off,runtime in table order", got)
+	}
+	all := config{workloads: "tcp", sample: time.Millisecond}
+	if err := all.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(all.gcSettings(w)) != len(lab.GCSettings(w, false)) || len(all.stepping()) != len(lab.Steppings) {
+		t.Errorf("no selection: %d settings, %d policies; want all", len(all.gcSettings(w)), len(all.stepping()))
 	}
 }
 
@@ -186,6 +228,11 @@ func TestConfigValidate(t *testing.T) {
 		{config{workloads: "urandom,nope", sample: time.Millisecond}, false, 0},
 		{config{workloads: "urandom", sample: 0}, false, 0},
 		{config{workloads: "urandom", sample: time.Millisecond, rounds: -1}, false, 0},
+		{config{workloads: "", sample: time.Millisecond}, false, 0},
+		{config{workloads: "urandom", sample: time.Millisecond, gogc: "100,off"}, true, 3},
+		{config{workloads: "urandom", sample: time.Millisecond, gogc: "200"}, false, 0},
+		{config{workloads: "urandom", sample: time.Millisecond, steppings: "off,runtime"}, true, 3},
+		{config{workloads: "urandom", sample: time.Millisecond, steppings: "off,lazy"}, false, 0},
 	} {
 		err := tc.cfg.validate()
 		if (err == nil) != tc.ok {

@@ -24,9 +24,11 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "", "directory for results.json, charts and heap profiles (required)")
 	flag.BoolVar(&cfg.quick, "quick", false, "a reduced run that finishes in under a minute, for CI")
 	flag.IntVar(&cfg.rounds, "rounds", 0, "rounds of every configuration (default 3, 1 with -quick)")
-	flag.StringVar(&cfg.workloads, "workloads", "urandom,bursty,bigheap", "comma-separated workloads to run")
+	flag.StringVar(&cfg.workloads, "workloads", "urandom,bursty,tcp,bigheap", "comma-separated workloads to run")
+	flag.StringVar(&cfg.gogc, "gogc", "", `comma-separated GOGC values to run, from 50, 100, 400 and "off" (default all; 100 and off with -quick)`)
+	flag.StringVar(&cfg.steppings, "stepping", strings.Join(lab.Steppings, ","), "comma-separated stepping policies to run")
 	flag.DurationVar(&cfg.sample, "sample", 10*time.Millisecond, "RSS and heap sampling period")
-	flag.BoolVar(&cfg.profiles, "profiles", true, "also take heap profiles at peak for stepping off and runtime, and compare them")
+	flag.BoolVar(&cfg.profiles, "profiles", true, "also take heap profiles at peak for stepping off and runtime, and compare them (with -quick, of the first workload only)")
 	replot := flag.Bool("replot", false, "run nothing: print the tables and redraw the charts from DIR/results.json")
 	flag.Parse()
 	cfg.command = strings.Join(append([]string{"go run ./bench/footprint"}, os.Args[1:]...), " ")
@@ -62,6 +64,8 @@ type config struct {
 	quick     bool
 	rounds    int
 	workloads string
+	gogc      string // GOGC values to keep, "" for all
+	steppings string
 	sample    time.Duration
 	profiles  bool
 	command   string // as typed, for results.json
@@ -80,22 +84,69 @@ func (c *config) validate() error {
 	if c.sample <= 0 {
 		return errors.New("-sample must be positive")
 	}
+	if len(c.list()) == 0 {
+		return errors.New("-workloads: no workload given")
+	}
 	for _, w := range c.list() {
 		if _, ok := lab.FindWorkload(w); !ok {
 			return fmt.Errorf("unknown workload %q", w)
 		}
 	}
+	if c.steppings == "" {
+		c.steppings = strings.Join(lab.Steppings, ",")
+	}
+	for _, st := range splitList(c.steppings) {
+		if !slices.Contains(lab.Steppings, st) {
+			return fmt.Errorf("-stepping: unknown policy %q, want some of %s", st, strings.Join(lab.Steppings, ","))
+		}
+	}
+	if len(splitList(c.steppings)) == 0 {
+		return errors.New("-stepping: no policy given")
+	}
+	for _, g := range splitList(c.gogc) {
+		if !slices.Contains([]string{"50", "100", "400", "off"}, g) {
+			return fmt.Errorf(`-gogc: %q is not one of the lab's settings 50, 100, 400, off`, g)
+		}
+	}
 	return nil
 }
 
-func (c *config) list() []string {
-	var ws []string
-	for _, w := range strings.Split(c.workloads, ",") {
-		if w = strings.TrimSpace(w); w != "" {
-			ws = append(ws, w)
+func (c *config) list() []string { return splitList(c.workloads) }
+
+// gcSettings returns the GC settings to run w under: the lab's, less those
+// -gogc leaves out.
+func (c *config) gcSettings(w lab.Workload) []lab.GCSetting {
+	keep := splitList(c.gogc)
+	var out []lab.GCSetting
+	for _, gc := range lab.GCSettings(w, c.quick) {
+		if len(keep) == 0 || slices.Contains(keep, gc.GOGC) {
+			out = append(out, gc)
 		}
 	}
-	return ws
+	return out
+}
+
+// stepping returns the policies to run, in table order.
+func (c *config) stepping() []string {
+	keep := splitList(c.steppings)
+	var out []string
+	for _, st := range lab.Steppings {
+		if slices.Contains(keep, st) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // report is results.json.
@@ -229,10 +280,10 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 	t0 := time.Now()
 	for round := range cfg.rounds {
 		for _, w := range ws {
-			for _, gc := range lab.GCSettings(w, cfg.quick) {
+			for _, gc := range cfg.gcSettings(w) {
 				// Rotate the order of the policies from round to
 				// round, so none always runs first.
-				order := slices.Clone(lab.Steppings)
+				order := cfg.stepping()
 				for range round % len(order) {
 					order = append(order[1:], order[0])
 				}
@@ -249,7 +300,13 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 	rep.Summary = summarise(rep.Runs)
 
 	if cfg.profiles {
-		for _, w := range ws {
+		profiled := ws
+		if cfg.quick {
+			// Enough to show the comparison works, for a run that
+			// has to be short.
+			profiled = ws[:1]
+		}
+		for _, w := range profiled {
 			gc := lab.GCSetting{Name: "GOGC=100", GOGC: "100"}
 			var paths [2]string
 			failed := false
@@ -309,7 +366,7 @@ func childEnviron() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if k == "GOGC" || k == "GOMEMLIMIT" || k == lab.ChildEnv {
+		if k == "GOGC" || k == "GOMEMLIMIT" || k == lab.ChildEnv || k == lab.ClientEnv {
 			continue
 		}
 		env = append(env, kv)

@@ -24,6 +24,17 @@ type summary struct {
 	Steps    uint64  `json:"idle_steps"`
 	P50      int64   `json:"latency_p50_ns,omitempty"`
 	P99      int64   `json:"latency_p99_ns,omitempty"`
+	P999     int64   `json:"latency_p999_ns,omitempty"`
+
+	// Request/response workloads: CPU time (user+system) and system
+	// calls (the poller's and the handlers') per request, and the RSS
+	// AfterBurstMS[i] ms after a burst ended: the median over every
+	// burst of every round.
+	CPUPerRequest      float64  `json:"cpu_per_request_seconds,omitempty"`
+	SyscallsPerRequest float64  `json:"syscalls_per_request,omitempty"`
+	AfterBurstMS       []int    `json:"after_burst_ms,omitempty"`
+	AfterBurstRSS      []uint64 `json:"after_burst_rss_bytes,omitempty"`
+	StepperCycles      uint64   `json:"stepper_cycles,omitempty"`
 }
 
 func median[T int64 | uint64 | float64](xs []T) T {
@@ -53,9 +64,31 @@ func summarise(runs []lab.RunResult) []summary {
 		rs := groups[k]
 		s := summary{Workload: k.w, GC: k.gc, Stepping: k.st, Runs: len(rs), OK: true}
 		var peak, gap, cyc, steps []uint64
-		var wall, cpu []float64
-		var p50, p99 []int64
+		var wall, cpu, cpuReq, sysReq []float64
+		var p50, p99, p999 []int64
+		var stepCycles []uint64
+		var after [][]uint64
 		for _, r := range rs {
+			if r.Requests > 0 {
+				cpuReq = append(cpuReq, (r.CPUUser+r.CPUSys)/float64(r.Requests))
+				sysReq = append(sysReq, float64(r.Syscalls+r.HandlerSyscalls)/float64(r.Requests))
+			}
+			if r.Stepper != nil {
+				stepCycles = append(stepCycles, r.Stepper.CyclesInline+r.Stepper.CyclesBackground)
+			}
+			if len(r.AfterBurstMS) > 0 {
+				s.AfterBurstMS = r.AfterBurstMS
+				for len(after) < len(r.AfterBurstMS) {
+					after = append(after, nil)
+				}
+				for _, b := range r.AfterBurstRSS {
+					for i, v := range b {
+						if v > 0 && i < len(after) {
+							after[i] = append(after[i], v)
+						}
+					}
+				}
+			}
 			s.OK = s.OK && r.OK
 			peak = append(peak, r.PeakRSS)
 			if r.GapRSS > 0 {
@@ -68,10 +101,15 @@ func summarise(runs []lab.RunResult) []summary {
 			if r.Latency != nil {
 				p50 = append(p50, r.Latency.P50)
 				p99 = append(p99, r.Latency.P99)
+				p999 = append(p999, r.Latency.P999)
 			}
 		}
 		s.PeakRSS, s.GapRSS, s.GCCycles, s.Steps = median(peak), median(gap), median(cyc), median(steps)
-		s.Wall, s.CPU, s.P50, s.P99 = median(wall), median(cpu), median(p50), median(p99)
+		s.Wall, s.CPU, s.P50, s.P99, s.P999 = median(wall), median(cpu), median(p50), median(p99), median(p999)
+		s.CPUPerRequest, s.SyscallsPerRequest, s.StepperCycles = median(cpuReq), median(sysReq), median(stepCycles)
+		for _, a := range after {
+			s.AfterBurstRSS = append(s.AfterBurstRSS, median(a))
+		}
 		out = append(out, s)
 	}
 	// Tables read best grouped by workload and GC setting, in the order
@@ -103,6 +141,10 @@ func writeTables(w io.Writer, rep *report) {
 	for _, a := range rep.About {
 		fmt.Fprintf(w, "%s: %s\n", a.Name, a.About)
 		fmt.Fprintf(w, "medians of %d round(s); ×off compares with stepping=off at the same GC setting\n\n", rep.Rounds)
+		if wl, ok := lab.FindWorkload(a.Name); ok && wl.RequestReply {
+			writeRequestTable(w, rep, a.Name)
+			continue
+		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		lat := ""
 		for _, r := range rep.Runs {
@@ -151,6 +193,78 @@ func writeTables(w io.Writer, rep *report) {
 		writeHeapDiff(w, d)
 	}
 	fmt.Fprintf(w, "%d runs in %.0fs\n", len(rep.Runs), rep.Duration)
+}
+
+// writeRequestTable is the table of a request/response workload: what a
+// request costs (latency, CPU time, system calls) and how soon the memory a
+// burst used is given back, each beside stepping=off's.
+func writeRequestTable(w io.Writer, rep *report, workload string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var offsets []int
+	for _, s := range rep.Summary {
+		if s.Workload == workload && len(s.AfterBurstMS) > len(offsets) {
+			offsets = s.AfterBurstMS
+		}
+	}
+	head := "GC\tstepping\tpeak RSS\t×off\trequest p50\tp99\t×off\tp99.9\t"
+	for i, ms := range offsets {
+		head += fmt.Sprintf("RSS +%dms\t", ms)
+		if i == 1 || len(offsets) == 1 {
+			head += "×off\t"
+		}
+	}
+	head += "CPU/req\t×off\tsyscalls/req\t×off\tGCs\tidle cycles\tok\t"
+	fmt.Fprintln(tw, head)
+	off := map[string]summary{}
+	for _, s := range rep.Summary {
+		if s.Workload == workload && s.Stepping == "off" {
+			off[s.GC] = s
+		}
+	}
+	for _, s := range rep.Summary {
+		if s.Workload != workload {
+			continue
+		}
+		o := off[s.GC]
+		fmt.Fprintf(tw, "%s\t%s\t%.1f MiB\t%s\t%v\t%v\t%s\t%v\t", s.GC, s.Stepping,
+			mib(s.PeakRSS), ratio(float64(s.PeakRSS), float64(o.PeakRSS)),
+			roundDur(s.P50), roundDur(s.P99), ratio(float64(s.P99), float64(o.P99)), roundDur(s.P999))
+		for i := range offsets {
+			var v, ov uint64
+			if i < len(s.AfterBurstRSS) {
+				v = s.AfterBurstRSS[i]
+			}
+			if i < len(o.AfterBurstRSS) {
+				ov = o.AfterBurstRSS[i]
+			}
+			if v == 0 {
+				fmt.Fprint(tw, "-\t")
+			} else {
+				fmt.Fprintf(tw, "%.1f MiB\t", mib(v))
+			}
+			if i == 1 || len(offsets) == 1 {
+				if v == 0 {
+					fmt.Fprint(tw, "-\t")
+				} else {
+					fmt.Fprintf(tw, "%s\t", ratio(float64(v), float64(ov)))
+				}
+			}
+		}
+		ok := "yes"
+		if !s.OK {
+			ok = "NO"
+		}
+		cycles := "-" // only gcstep.Runtime counts its cycles
+		if s.Stepping == "runtime" {
+			cycles = fmt.Sprint(s.StepperCycles)
+		}
+		fmt.Fprintf(tw, "%.0fµs\t%s\t%.2f\t%s\t%d\t%s\t%s\t\n",
+			s.CPUPerRequest*1e6, ratio(s.CPUPerRequest, o.CPUPerRequest),
+			s.SyscallsPerRequest, ratio(s.SyscallsPerRequest, o.SyscallsPerRequest),
+			s.GCCycles, cycles, ok)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
 }
 
 func ratio(a, b float64) string {

@@ -1,7 +1,8 @@
 // Child runs one footprint-lab workload and writes what it measured as JSON;
 // the footprint command starts it once per run, with the run described in
 // the environment variable IDLEMUX_FOOTPRINT_CHILD and GOGC and GOMEMLIMIT
-// set for it. It is not meant to be run by hand: use
+// set for it. The tcp workload starts it once more as its client, described
+// in IDLEMUX_FOOTPRINT_CLIENT. It is not meant to be run by hand: use
 //
 //	go run ./bench/footprint -out DIR
 //
@@ -16,6 +17,10 @@ import (
 )
 
 func main() {
+	if spec := os.Getenv(lab.ClientEnv); spec != "" {
+		lab.ClientMain(spec)
+		return
+	}
 	spec := os.Getenv(lab.ChildEnv)
 	if spec == "" {
 		fmt.Fprintln(os.Stderr, "child: run by the footprint command (go run ./bench/footprint -out DIR), not by hand")
