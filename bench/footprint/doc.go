@@ -64,6 +64,13 @@
 //		(default all of them; 100 and off with -quick)
 //	-stepping list
 //		comma-separated policies to run (default "off,naive,runtime")
+//	-busy list
+//		comma-separated percentages of one CPU (0 to 100) that another
+//		process keeps busy during each run: the busy-core condition,
+//		a spinning process with that duty cycle over 10 ms periods,
+//		started before each run and killed after it (see
+//		internal/cpuburn); each level is a condition of its own in the
+//		tables, named like "GOGC=100 busy=50%" (default "0")
 //	-sample d
 //		RSS and heap sampling period (default 10ms)
 //	-profiles

@@ -233,6 +233,10 @@ func TestConfigValidate(t *testing.T) {
 		{config{workloads: "urandom", sample: time.Millisecond, gogc: "200"}, false, 0},
 		{config{workloads: "urandom", sample: time.Millisecond, steppings: "off,runtime"}, true, 3},
 		{config{workloads: "urandom", sample: time.Millisecond, steppings: "off,lazy"}, false, 0},
+		{config{workloads: "urandom", sample: time.Millisecond, busy: "0,50,100"}, true, 3},
+		{config{workloads: "urandom", sample: time.Millisecond, busy: "50,50"}, false, 0},
+		{config{workloads: "urandom", sample: time.Millisecond, busy: "120"}, false, 0},
+		{config{workloads: "urandom", sample: time.Millisecond, busy: "half"}, false, 0},
 	} {
 		err := tc.cfg.validate()
 		if (err == nil) != tc.ok {

@@ -13,10 +13,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/idlemux/idlemux/internal/cpuburn"
 )
 
 func main() {
@@ -27,6 +30,7 @@ func main() {
 	flag.StringVar(&cfg.workloads, "workloads", "urandom,bursty,tcp,bigheap", "comma-separated workloads to run")
 	flag.StringVar(&cfg.gogc, "gogc", "", `comma-separated GOGC values to run, from 50, 100, 400 and "off" (default all; 100 and off with -quick)`)
 	flag.StringVar(&cfg.steppings, "stepping", strings.Join(lab.Steppings, ","), "comma-separated stepping policies to run")
+	flag.StringVar(&cfg.busy, "busy", "0", "comma-separated percentages of one CPU kept busy by another process during each run, such as 0,50,100")
 	flag.DurationVar(&cfg.sample, "sample", 10*time.Millisecond, "RSS and heap sampling period")
 	flag.BoolVar(&cfg.profiles, "profiles", true, "also take heap profiles at peak for stepping off and runtime, and compare them (with -quick, of the first workload only)")
 	replot := flag.Bool("replot", false, "run nothing: print the tables and redraw the charts from DIR/results.json")
@@ -60,15 +64,17 @@ func main() {
 
 // config is what the flags ask for.
 type config struct {
-	out       string
-	quick     bool
-	rounds    int
-	workloads string
-	gogc      string // GOGC values to keep, "" for all
-	steppings string
-	sample    time.Duration
-	profiles  bool
-	command   string // as typed, for results.json
+	out        string
+	quick      bool
+	rounds     int
+	workloads  string
+	gogc       string // GOGC values to keep, "" for all
+	steppings  string
+	busy       string // -busy as given
+	busyLevels []int
+	sample     time.Duration
+	profiles   bool
+	command    string // as typed, for results.json
 }
 
 func (c *config) validate() error {
@@ -102,6 +108,20 @@ func (c *config) validate() error {
 	}
 	if len(splitList(c.steppings)) == 0 {
 		return errors.New("-stepping: no policy given")
+	}
+	if c.busy == "" {
+		c.busy = "0"
+	}
+	c.busyLevels = nil
+	for _, f := range splitList(c.busy) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 || n > 100 || slices.Contains(c.busyLevels, n) {
+			return fmt.Errorf("-busy %q: want distinct percentages of one CPU from 0 to 100", c.busy)
+		}
+		c.busyLevels = append(c.busyLevels, n)
+	}
+	if len(c.busyLevels) == 0 {
+		return fmt.Errorf("-busy %q: no level given", c.busy)
 	}
 	for _, g := range splitList(c.gogc) {
 		if !slices.Contains([]string{"50", "100", "400", "off"}, g) {
@@ -249,31 +269,24 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 		rep.About = append(rep.About, about{w.Name, w.About(cfg.quick)})
 	}
 
-	child := func(spec lab.ChildSpec) lab.RunResult {
+	child := func(spec lab.ChildSpec, busy int) lab.RunResult {
 		spec.Quick, spec.SampleEvery = cfg.quick, cfg.sample
 		spec.Out = filepath.Join(tmp, "result.json")
 		os.Remove(spec.Out)
-		res := lab.RunResult{Workload: spec.Workload, Stepping: spec.Stepping, GC: spec.GC}
-		b, _ := json.Marshal(spec)
-		cctx, cancel := context.WithTimeout(ctx, childTimeout(cfg.quick))
-		defer cancel()
-		cmd := exec.CommandContext(cctx, exe)
-		cmd.Env = append(childEnviron(), lab.ChildEnv+"="+string(b), "GOGC="+spec.GC.GOGC)
-		if spec.GC.MemLimit != "" {
-			cmd.Env = append(cmd.Env, "GOMEMLIMIT="+spec.GC.MemLimit)
-		}
-		cmd.Stdout, cmd.Stderr = progress, progress
-		if err := cmd.Run(); err != nil {
-			res.Error = fmt.Sprintf("child: %v", err)
+		res := lab.RunResult{Workload: spec.Workload, Stepping: spec.Stepping, GC: spec.GC, BusyPercent: busy}
+		// The busy core: the child command started again as a burner,
+		// for as long as the run lasts and no longer.
+		burner, err := cpuburn.Start(exe, busy)
+		if err != nil {
+			res.Error = err.Error()
 			return res
 		}
-		out, err := os.ReadFile(spec.Out)
-		if err == nil {
-			err = json.Unmarshal(out, &res)
+		res = runChild(ctx, exe, spec, res, progress)
+		u, err := burner.Stop()
+		if err != nil && res.Error == "" {
+			res.Error = err.Error()
 		}
-		if err != nil {
-			res.Error = fmt.Sprintf("child result: %v", err)
-		}
+		res.BusyPercent, res.BusyShare = busy, u.Share()
 		return res
 	}
 
@@ -287,12 +300,15 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 				for range round % len(order) {
 					order = append(order[1:], order[0])
 				}
-				for _, st := range order {
-					fmt.Fprintf(progress, "round %d/%d  %-8s %-24s stepping=%-8s", round+1, cfg.rounds, w.Name, gc.Name, st)
-					res := child(lab.ChildSpec{Workload: w.Name, Stepping: st, GC: gc})
-					res.Round = round
-					fmt.Fprintf(progress, " peak %6.1f MiB  wall %6.2fs  ok=%v %s\n", mib(res.PeakRSS), res.Wall, res.OK, res.Error)
-					rep.Runs = append(rep.Runs, res)
+				for _, busy := range cfg.busyLevels {
+					for _, st := range order {
+						cond := (&lab.RunResult{GC: gc, BusyPercent: busy}).Condition()
+						fmt.Fprintf(progress, "round %d/%d  %-8s %-24s stepping=%-8s", round+1, cfg.rounds, w.Name, cond, st)
+						res := child(lab.ChildSpec{Workload: w.Name, Stepping: st, GC: gc}, busy)
+						res.Round = round
+						fmt.Fprintf(progress, " peak %6.1f MiB  wall %6.2fs  ok=%v %s\n", mib(res.PeakRSS), res.Wall, res.OK, res.Error)
+						rep.Runs = append(rep.Runs, res)
+					}
 				}
 			}
 		}
@@ -313,7 +329,7 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 			for i, st := range []string{"off", "runtime"} {
 				paths[i] = filepath.Join(cfg.out, fmt.Sprintf("heap-%s-%s.pprof", w.Name, st))
 				fmt.Fprintf(progress, "heap profile at peak: %s stepping=%s\n", w.Name, st)
-				res := child(lab.ChildSpec{Workload: w.Name, Stepping: st, GC: gc, Profile: paths[i]})
+				res := child(lab.ChildSpec{Workload: w.Name, Stepping: st, GC: gc, Profile: paths[i]}, 0)
 				if res.Error != "" || !res.OK {
 					fmt.Fprintf(progress, "  failed: %s %s\n", res.Error, res.Check)
 					failed = true
@@ -343,6 +359,32 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 		return nil, err
 	}
 	return rep, nil
+}
+
+// runChild runs the child command exe for one run and returns res
+// completed with what the child reported.
+func runChild(ctx context.Context, exe string, spec lab.ChildSpec, res lab.RunResult, progress io.Writer) lab.RunResult {
+	b, _ := json.Marshal(spec)
+	cctx, cancel := context.WithTimeout(ctx, childTimeout(spec.Quick))
+	defer cancel()
+	cmd := exec.CommandContext(cctx, exe)
+	cmd.Env = append(childEnviron(), lab.ChildEnv+"="+string(b), "GOGC="+spec.GC.GOGC)
+	if spec.GC.MemLimit != "" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+spec.GC.MemLimit)
+	}
+	cmd.Stdout, cmd.Stderr = progress, progress
+	if err := cmd.Run(); err != nil {
+		res.Error = fmt.Sprintf("child: %v", err)
+		return res
+	}
+	out, err := os.ReadFile(spec.Out)
+	if err == nil {
+		err = json.Unmarshal(out, &res)
+	}
+	if err != nil {
+		res.Error = fmt.Sprintf("child result: %v", err)
+	}
+	return res
 }
 
 // replotDir prints the tables and redraws the charts of an earlier run

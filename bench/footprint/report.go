@@ -11,20 +11,24 @@ import (
 
 // summary is one configuration's medians over its rounds.
 type summary struct {
-	Workload string  `json:"workload"`
-	GC       string  `json:"gc"`
-	Stepping string  `json:"stepping"`
-	Runs     int     `json:"runs"`
-	OK       bool    `json:"ok"`
-	PeakRSS  uint64  `json:"peak_rss_bytes"`
-	GapRSS   uint64  `json:"gap_rss_bytes,omitempty"`
-	Wall     float64 `json:"wall_seconds"`
-	CPU      float64 `json:"cpu_seconds"`
-	GCCycles uint64  `json:"gc_cycles"`
-	Steps    uint64  `json:"idle_steps"`
-	P50      int64   `json:"latency_p50_ns,omitempty"`
-	P99      int64   `json:"latency_p99_ns,omitempty"`
-	P999     int64   `json:"latency_p999_ns,omitempty"`
+	Workload string `json:"workload"`
+	// GC is the condition: the GC setting, and the busy core if any
+	// (RunResult.Condition).
+	GC        string  `json:"gc"`
+	Busy      int     `json:"busy_percent,omitempty"`
+	BusyShare float64 `json:"busy_share,omitempty"`
+	Stepping  string  `json:"stepping"`
+	Runs      int     `json:"runs"`
+	OK        bool    `json:"ok"`
+	PeakRSS   uint64  `json:"peak_rss_bytes"`
+	GapRSS    uint64  `json:"gap_rss_bytes,omitempty"`
+	Wall      float64 `json:"wall_seconds"`
+	CPU       float64 `json:"cpu_seconds"`
+	GCCycles  uint64  `json:"gc_cycles"`
+	Steps     uint64  `json:"idle_steps"`
+	P50       int64   `json:"latency_p50_ns,omitempty"`
+	P99       int64   `json:"latency_p99_ns,omitempty"`
+	P999      int64   `json:"latency_p999_ns,omitempty"`
 
 	// Request/response workloads: CPU time (user+system) and system
 	// calls (the poller's and the handlers') per request, and the RSS
@@ -53,7 +57,7 @@ func summarise(runs []lab.RunResult) []summary {
 	var order []key
 	groups := map[key][]lab.RunResult{}
 	for _, r := range runs {
-		k := key{r.Workload, r.GC.Name, r.Stepping}
+		k := key{r.Workload, r.Condition(), r.Stepping}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
@@ -64,11 +68,13 @@ func summarise(runs []lab.RunResult) []summary {
 		rs := groups[k]
 		s := summary{Workload: k.w, GC: k.gc, Stepping: k.st, Runs: len(rs), OK: true}
 		var peak, gap, cyc, steps []uint64
-		var wall, cpu, cpuReq, sysReq []float64
+		var wall, cpu, cpuReq, sysReq, busyShare []float64
 		var p50, p99, p999 []int64
 		var stepCycles []uint64
 		var after [][]uint64
 		for _, r := range rs {
+			s.Busy = r.BusyPercent
+			busyShare = append(busyShare, r.BusyShare)
 			if r.Requests > 0 {
 				cpuReq = append(cpuReq, (r.CPUUser+r.CPUSys)/float64(r.Requests))
 				sysReq = append(sysReq, float64(r.Syscalls+r.HandlerSyscalls)/float64(r.Requests))
@@ -107,6 +113,7 @@ func summarise(runs []lab.RunResult) []summary {
 		s.PeakRSS, s.GapRSS, s.GCCycles, s.Steps = median(peak), median(gap), median(cyc), median(steps)
 		s.Wall, s.CPU, s.P50, s.P99, s.P999 = median(wall), median(cpu), median(p50), median(p99), median(p999)
 		s.CPUPerRequest, s.SyscallsPerRequest, s.StepperCycles = median(cpuReq), median(sysReq), median(stepCycles)
+		s.BusyShare = median(busyShare)
 		for _, a := range after {
 			s.AfterBurstRSS = append(s.AfterBurstRSS, median(a))
 		}
@@ -187,6 +194,17 @@ func writeTables(w io.Writer, rep *report) {
 			fmt.Fprintf(tw, "%s\t\n", ok)
 		}
 		tw.Flush()
+		fmt.Fprintln(w)
+	}
+	seen := map[int]bool{}
+	for _, s := range rep.Summary {
+		if s.Busy > 0 && !seen[s.Busy] {
+			seen[s.Busy] = true
+			fmt.Fprintf(w, "busy=%d%%: another process was asked to keep %d %% of one CPU busy during each run; it took %.0f %% (median of the first configuration's runs)\n",
+				s.Busy, s.Busy, 100*s.BusyShare)
+		}
+	}
+	if len(seen) > 0 {
 		fmt.Fprintln(w)
 	}
 	for _, d := range rep.HeapDiff {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -51,6 +52,9 @@ type config struct {
 	gogc    string
 	runs    int
 	json    bool
+	// busy lists the shares of one CPU, in percent, to keep busy in
+	// another process during the runs; every mode runs at every level.
+	busy []int
 }
 
 // errHelp is returned by parseConfig for -h: not a failure.
@@ -74,6 +78,7 @@ func parseConfig(args []string, envGOGC string, fdLimit uint64, usage io.Writer)
 	gogc := fs.String("gogc", defGOGC, `GOGC for the runs: a percentage or "off"`)
 	runs := fs.Int("runs", 1, "runs of each mode, interleaved; the table shows medians")
 	asJSON := fs.Bool("json", false, "print one JSON object per run, one per line")
+	busy := fs.String("busy", "0", "percent of one CPU kept busy by another process during every run, comma-separated levels such as 0,50,100")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -91,6 +96,9 @@ func parseConfig(args []string, envGOGC string, fdLimit uint64, usage io.Writer)
 	c := config{length: *length, readers: *readers, chunk: *chunk, runs: *runs, json: *asJSON}
 	var err error
 	if c.modes, err = parseModes(*modes); err != nil {
+		return config{}, err
+	}
+	if c.busy, err = parseBusy(*busy); err != nil {
 		return config{}, err
 	}
 	if c.gogc, err = parseGOGC(*gogc); err != nil {
@@ -158,6 +166,23 @@ func modeNames(modes []mode) []string {
 }
 
 func joinModes(modes []mode) string { return strings.Join(modeNames(modes), ",") }
+
+// parseBusy parses -busy: comma-separated percentages of one CPU, 0 to
+// 100, each given once.
+func parseBusy(s string) ([]int, error) {
+	var levels []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 || n > 100 {
+			return nil, fmt.Errorf("-busy %q: want percentages of one CPU from 0 to 100, comma-separated", s)
+		}
+		if slices.Contains(levels, n) {
+			return nil, fmt.Errorf("-busy %q: %d given twice", s, n)
+		}
+		levels = append(levels, n)
+	}
+	return levels, nil
+}
 
 // parseGOGC accepts what the runtime accepts in GOGC, less its leniency:
 // "off" or a percentage (0 and up). The runtime reads anything else as 100,

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/idlemux/idlemux/internal/cpuburn"
 )
 
 // errDigest reports runs that lost or changed bytes.
@@ -22,30 +24,67 @@ func runParent(c config, stdout, stderr io.Writer) error {
 	}
 	var results []result
 	for run := 1; run <= c.runs; run++ {
-		for _, m := range c.modes {
-			label := string(m)
-			if c.runs > 1 {
-				label = fmt.Sprintf("%s %d/%d", m, run, c.runs)
-			}
-			r, err := spawn(exe, c, m, label, stderr)
-			if err != nil {
-				return err
-			}
-			r.Run = run
-			results = append(results, r)
-			if c.json {
-				if err := writeJSONLine(stdout, r); err != nil {
+		for _, busy := range c.busy {
+			for _, m := range c.modes {
+				label := string(m)
+				if c.runs > 1 {
+					label = fmt.Sprintf("%s %d/%d", m, run, c.runs)
+				}
+				if busy > 0 {
+					label += fmt.Sprintf(" busy %d%%", busy)
+				}
+				r, err := spawnBusy(exe, c, m, busy, label, stderr)
+				if err != nil {
 					return err
+				}
+				r.Run = run
+				results = append(results, r)
+				if c.json {
+					if err := writeJSONLine(stdout, r); err != nil {
+						return err
+					}
 				}
 			}
 		}
 	}
 	if !c.json {
-		if err := writeTable(stdout, c, summarize(results, c.modes)); err != nil {
-			return err
+		for i, busy := range c.busy {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			var level []result
+			for _, r := range results {
+				if r.BusyPercent == busy {
+					level = append(level, r)
+				}
+			}
+			if err := writeTable(stdout, c, summarize(level, c.modes)); err != nil {
+				return err
+			}
 		}
 	}
 	return checkDigests(results)
+}
+
+// spawnBusy is spawn with busy percent of one CPU kept busy by another
+// process (this program again, as a cpuburn burner) for as long as the
+// child runs; the burner is stopped before spawnBusy returns, whatever
+// happened.
+func spawnBusy(exe string, c config, m mode, busy int, label string, stderr io.Writer) (result, error) {
+	b, err := cpuburn.Start(exe, busy)
+	if err != nil {
+		return result{}, err
+	}
+	r, err := spawn(exe, c, m, label, stderr)
+	u, berr := b.Stop()
+	if err != nil {
+		return result{}, err
+	}
+	if berr != nil {
+		return result{}, fmt.Errorf("%s run: %w", label, berr)
+	}
+	r.BusyPercent, r.BusyShare = busy, u.Share()
+	return r, nil
 }
 
 // checkDigests returns errDigest, naming the runs, if any run lost bytes.

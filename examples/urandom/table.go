@@ -20,6 +20,10 @@ func writeTable(w io.Writer, c config, rows []result) error {
 	if c.runs > 1 {
 		fmt.Fprintf(&head, ", median of %d runs", c.runs)
 	}
+	if len(rows) > 0 && rows[0].BusyPercent > 0 {
+		fmt.Fprintf(&head, ", %d %% of one CPU kept busy by another process (it took %.0f %%)",
+			rows[0].BusyPercent, 100*rows[0].BusyShare)
+	}
 	if _, err := fmt.Fprintf(w, "%s\n\n", head.String()); err != nil {
 		return err
 	}

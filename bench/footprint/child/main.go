@@ -2,7 +2,8 @@
 // the footprint command starts it once per run, with the run described in
 // the environment variable IDLEMUX_FOOTPRINT_CHILD and GOGC and GOMEMLIMIT
 // set for it. The tcp workload starts it once more as its client, described
-// in IDLEMUX_FOOTPRINT_CLIENT. It is not meant to be run by hand: use
+// in IDLEMUX_FOOTPRINT_CLIENT, and the lab starts it as the burner of its
+// busy-core condition (see internal/cpuburn). It is not meant to be run by hand: use
 //
 //	go run ./bench/footprint -out DIR
 //
@@ -14,9 +15,11 @@ import (
 	"os"
 
 	"github.com/idlemux/idlemux/bench/footprint/internal/lab"
+	"github.com/idlemux/idlemux/internal/cpuburn"
 )
 
 func main() {
+	cpuburn.Main() // the lab's busy core is this command started again
 	if spec := os.Getenv(lab.ClientEnv); spec != "" {
 		lab.ClientMain(spec)
 		return

@@ -90,6 +90,11 @@ type RunResult struct {
 	AfterBurstMS  []int      `json:"after_burst_ms,omitempty"`
 	AfterBurstRSS [][]uint64 `json:"after_burst_rss,omitempty"`
 
+	// BusyPercent is the share of one CPU another process was asked to
+	// keep busy during the run, BusyShare the share it actually took.
+	BusyPercent int     `json:"busy_percent,omitempty"`
+	BusyShare   float64 `json:"busy_share,omitempty"`
+
 	// Stepper is what the runtime policy's gcstep.Runtime reports at the
 	// end of the run; nil for the other policies.
 	Stepper *gcstep.Stats `json:"stepper,omitempty"`
@@ -97,6 +102,15 @@ type RunResult struct {
 	LatencyKind string       `json:"latency_kind,omitempty"`
 	Latency     *Percentiles `json:"latency,omitempty"`
 	Samples     []Sample     `json:"samples"`
+}
+
+// Condition names what the run was measured under besides its policy: the
+// GC setting, and the busy core if there was one.
+func (r *RunResult) Condition() string {
+	if r.BusyPercent == 0 {
+		return r.GC.Name
+	}
+	return fmt.Sprintf("%s busy=%d%%", r.GC.Name, r.BusyPercent)
 }
 
 // sampler reads RSS and heap size periodically, and with a profile path
