@@ -49,7 +49,8 @@ type config struct {
 	length  int64
 	readers int
 	chunk   int
-	gogc    string
+	gogc    string // GOGC of the run at hand: a child's, or one of gogcs
+	gogcs   []string
 	runs    int
 	json    bool
 	// busy lists the shares of one CPU, in percent, to keep busy in
@@ -75,7 +76,7 @@ func parseConfig(args []string, envGOGC string, fdLimit uint64, usage io.Writer)
 	if defGOGC == "" {
 		defGOGC = "100"
 	}
-	gogc := fs.String("gogc", defGOGC, `GOGC for the runs: a percentage or "off"`)
+	gogc := fs.String("gogc", defGOGC, `GOGC for the runs: a percentage or "off", or several, comma-separated, each run in turn`)
 	runs := fs.Int("runs", 1, "runs of each mode, interleaved; the table shows medians")
 	asJSON := fs.Bool("json", false, "print one JSON object per run, one per line")
 	busy := fs.String("busy", "0", "percent of one CPU kept busy by another process during every run, comma-separated levels such as 0,50,100")
@@ -101,12 +102,20 @@ func parseConfig(args []string, envGOGC string, fdLimit uint64, usage io.Writer)
 	if c.busy, err = parseBusy(*busy); err != nil {
 		return config{}, err
 	}
-	if c.gogc, err = parseGOGC(*gogc); err != nil {
-		if !flagSet(fs, "gogc") {
-			err = fmt.Errorf("%w (the default, from $GOGC)", err)
+	for _, f := range strings.Split(*gogc, ",") {
+		g, err := parseGOGC(strings.TrimSpace(f))
+		if err != nil {
+			if !flagSet(fs, "gogc") {
+				err = fmt.Errorf("%w (the default, from $GOGC)", err)
+			}
+			return config{}, err
 		}
-		return config{}, err
+		if slices.Contains(c.gogcs, g) {
+			return config{}, fmt.Errorf("-gogc %q: %s given twice", *gogc, g)
+		}
+		c.gogcs = append(c.gogcs, g)
 	}
+	c.gogc = c.gogcs[0]
 	switch {
 	case c.length < 1:
 		return config{}, fmt.Errorf("-len %d: want at least 1 byte", c.length)

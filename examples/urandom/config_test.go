@@ -18,33 +18,38 @@ func TestParseConfigDefaults(t *testing.T) {
 	}{
 		{
 			name: "none",
-			want: config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "100", runs: 1, busy: []int{0}},
+			want: config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "100", gogcs: []string{"100"}, runs: 1, busy: []int{0}},
 		},
 		{
 			name:    "GOGC from the environment",
 			envGOGC: "400",
-			want:    config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "400", runs: 1, busy: []int{0}},
+			want:    config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "400", gogcs: []string{"400"}, runs: 1, busy: []int{0}},
 		},
 		{
 			name:    "flag beats environment",
 			args:    []string{"-gogc", "off"},
 			envGOGC: "400",
-			want:    config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "off", runs: 1, busy: []int{0}},
+			want:    config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "off", gogcs: []string{"off"}, runs: 1, busy: []int{0}},
 		},
 		{
 			name: "everything",
 			args: []string{"-mode", "idle, off", "-len", "5", "-readers", "1", "-chunk", "7", "-gogc", "OFF", "-runs", "3", "-json", "-busy", "100, 0,50"},
-			want: config{modes: []mode{modeIdle, modeOff}, length: 5, readers: 1, chunk: 7, gogc: "off", runs: 3, json: true, busy: []int{100, 0, 50}},
+			want: config{modes: []mode{modeIdle, modeOff}, length: 5, readers: 1, chunk: 7, gogc: "off", gogcs: []string{"off"}, runs: 3, json: true, busy: []int{100, 0, 50}},
+		},
+		{
+			name: "several GOGC",
+			args: []string{"-gogc", "100, OFF,400"},
+			want: config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "100", gogcs: []string{"100", "off", "400"}, runs: 1, busy: []int{0}},
 		},
 		{
 			name: "GOGC normalised",
 			args: []string{"-gogc", "0400"},
-			want: config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "400", runs: 1, busy: []int{0}},
+			want: config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "400", gogcs: []string{"400"}, runs: 1, busy: []int{0}},
 		},
 		{
 			name: "readers up to the limit",
 			args: []string{"-readers", "84"},
-			want: config{modes: allModes, length: defaultLen, readers: 84, chunk: defaultChunk, gogc: "100", runs: 1, busy: []int{0}},
+			want: config{modes: allModes, length: defaultLen, readers: 84, chunk: defaultChunk, gogc: "100", gogcs: []string{"100"}, runs: 1, busy: []int{0}},
 		},
 	}
 	for _, tt := range tests {
@@ -83,6 +88,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"mode twice", []string{"-mode", "off,off"}, "", "off given twice"},
 		{"bad gogc", []string{"-gogc", "fast"}, "", `-gogc "fast"`},
 		{"negative gogc", []string{"-gogc", "-5"}, "", `-gogc "-5"`},
+		{"bad gogc in a list", []string{"-gogc", "100,x"}, "", `-gogc "x"`},
+		{"gogc twice", []string{"-gogc", "100,off,0100"}, "", "100 given twice"},
 		{"bad GOGC in the environment", nil, "lots", "from $GOGC"},
 		{"not a number", []string{"-len", "lots"}, "", "invalid value"},
 		{"unknown flag", []string{"-fast"}, "", "-fast"},

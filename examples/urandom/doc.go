@@ -51,8 +51,10 @@
 //		dups of the read end to multiplex (default 10)
 //	-chunk n
 //		bytes asked for by each read, in a fresh buffer (default 16384)
-//	-gogc value
-//		GOGC for the runs: a percentage or "off" (default: $GOGC, else 100)
+//	-gogc list
+//		GOGC for the runs: a percentage or "off" (default: $GOGC, else
+//		100); several, comma-separated, run every mode under each in
+//		turn, interleaved, with a table for each
 //	-runs n
 //		runs of each mode; the table shows medians (default 1)
 //	-json
@@ -65,6 +67,13 @@
 //		and sleeping for the rest; it is started before each run and
 //		killed after it, and dies with this program. Every mode runs at
 //		every level, interleaved, with one table per level
+//
+// With more than one -gogc value or -busy level, a last table puts them
+// side by side: a row per GOGC and level, with the share of one CPU the
+// busy process actually took, every mode's peak RSS and wall time, and each
+// mode's ratios to off at the same GOGC and level. For example
+//
+//	go run ./examples/urandom -gogc 100,400 -busy 0,50,100 -runs 5
 //
 // The table has one row per mode: mode, GOGC, peak RSS (and its ratio to the
 // off mode's), wall time (and its ratio), CPU time (user and system, the

@@ -24,41 +24,61 @@ func runParent(c config, stdout, stderr io.Writer) error {
 	}
 	var results []result
 	for run := 1; run <= c.runs; run++ {
-		for _, busy := range c.busy {
-			for _, m := range c.modes {
-				label := string(m)
-				if c.runs > 1 {
-					label = fmt.Sprintf("%s %d/%d", m, run, c.runs)
-				}
-				if busy > 0 {
-					label += fmt.Sprintf(" busy %d%%", busy)
-				}
-				r, err := spawnBusy(exe, c, m, busy, label, stderr)
-				if err != nil {
-					return err
-				}
-				r.Run = run
-				results = append(results, r)
-				if c.json {
-					if err := writeJSONLine(stdout, r); err != nil {
+		for _, gogc := range c.gogcs {
+			cc := c
+			cc.gogc = gogc
+			for _, busy := range c.busy {
+				for _, m := range c.modes {
+					label := string(m)
+					if c.runs > 1 {
+						label = fmt.Sprintf("%s %d/%d", m, run, c.runs)
+					}
+					if len(c.gogcs) > 1 {
+						label += " GOGC=" + gogc
+					}
+					if busy > 0 {
+						label += fmt.Sprintf(" busy %d%%", busy)
+					}
+					r, err := spawnBusy(exe, cc, m, busy, label, stderr)
+					if err != nil {
 						return err
+					}
+					r.Run = run
+					results = append(results, r)
+					if c.json {
+						if err := writeJSONLine(stdout, r); err != nil {
+							return err
+						}
 					}
 				}
 			}
 		}
 	}
 	if !c.json {
-		for i, busy := range c.busy {
-			if i > 0 {
-				fmt.Fprintln(stdout)
-			}
-			var level []result
-			for _, r := range results {
-				if r.BusyPercent == busy {
-					level = append(level, r)
+		var groups [][]result
+		for _, gogc := range c.gogcs {
+			cc := c
+			cc.gogc = gogc
+			for _, busy := range c.busy {
+				var level []result
+				for _, r := range results {
+					if r.GOGC == gogc && r.BusyPercent == busy {
+						level = append(level, r)
+					}
+				}
+				rows := summarize(level, c.modes)
+				if len(groups) > 0 {
+					fmt.Fprintln(stdout)
+				}
+				groups = append(groups, rows)
+				if err := writeTable(stdout, cc, rows); err != nil {
+					return err
 				}
 			}
-			if err := writeTable(stdout, c, summarize(level, c.modes)); err != nil {
+		}
+		if len(groups) > 1 {
+			fmt.Fprintln(stdout)
+			if err := writeConditions(stdout, c, groups); err != nil {
 				return err
 			}
 		}

@@ -66,3 +66,58 @@ func writeTable(w io.Writer, c config, rows []result) error {
 	}
 	return tw.Flush()
 }
+
+// writeConditions writes one row per GOGC and -busy level, from each
+// level's summaries: every mode's peak RSS and wall time, and each mode's
+// ratios to the off mode's at the same level. It is the table that shows
+// how a mode's advantage changes as CPU is taken away.
+func writeConditions(w io.Writer, c config, groups [][]result) error {
+	if _, err := fmt.Fprintf(w, "peak RSS and wall by GOGC and CPU taken away by another process (%% of one CPU: asked, taken); ratios to off at the same level%s\n\n",
+		map[bool]string{true: fmt.Sprintf(", medians of %d runs", c.runs), false: ""}[c.runs > 1]); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "GOGC\tbusy\ttaken\t"
+	for _, m := range c.modes {
+		head += string(m) + " peak\twall\t"
+	}
+	for _, m := range c.modes {
+		if m != modeOff {
+			head += string(m) + "/off peak\twall\t"
+		}
+	}
+	fmt.Fprintln(tw, head)
+	for _, rows := range groups {
+		if len(rows) == 0 {
+			continue
+		}
+		byMode := map[mode]result{}
+		for _, r := range rows {
+			byMode[r.Mode] = r
+		}
+		first := rows[0]
+		fmt.Fprintf(tw, "%s\t%d %%\t%.0f %%\t", first.GOGC, first.BusyPercent, 100*first.BusyShare)
+		for _, m := range c.modes {
+			r, ok := byMode[m]
+			if !ok {
+				fmt.Fprint(tw, "-\t-\t")
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%.2f s\t", formatMiB(r.PeakRSSBytes), r.WallSeconds)
+		}
+		off, hasOff := byMode[modeOff]
+		for _, m := range c.modes {
+			if m == modeOff {
+				continue
+			}
+			r := byMode[m]
+			if !hasOff || off.PeakRSSBytes == 0 || off.WallSeconds == 0 {
+				fmt.Fprint(tw, "-\t-\t")
+				continue
+			}
+			fmt.Fprintf(tw, "%.2f\t%.2f\t", float64(r.PeakRSSBytes)/float64(off.PeakRSSBytes), r.WallSeconds/off.WallSeconds)
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
