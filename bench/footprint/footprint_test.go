@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/idlemux/idlemux/bench/footprint/internal/lab"
 )
@@ -246,4 +248,35 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%+v: rounds %d, want %d", tc.cfg, tc.cfg.rounds, tc.want)
 		}
 	}
+}
+
+func TestSummariseRequestWorkload(t *testing.T) {
+	gc := lab.GCSetting{Name: "GOGC=100", GOGC: "100"}
+	run := func(st string, busy int, cpu float64, after [][]uint64) lab.RunResult {
+		return lab.RunResult{Workload: "tcp", GC: gc, Stepping: st, OK: true, BusyPercent: busy,
+			CPUUser: cpu, Requests: 100, Syscalls: 10, HandlerSyscalls: 200,
+			AfterBurstMS: []int{100, 300, 1000}, AfterBurstRSS: after}
+	}
+	runs := []lab.RunResult{
+		run("off", 0, 0.01, [][]uint64{{10, 20, 0}, {30, 40, 0}}),
+		run("off", 0, 0.03, [][]uint64{{50, 60, 0}}),
+		run("off", 50, 0.02, [][]uint64{{1, 2, 3}}),
+	}
+	got := summarise(runs)
+	require.Len(t, got, 2, "busy levels are conditions of their own")
+	s := got[0]
+	assert.Equal(t, "GOGC=100", s.GC)
+	assert.InDelta(t, 0.0003, s.CPUPerRequest, 1e-12, "the upper median of 100 µs and 300 µs")
+	assert.InDelta(t, 2.1, s.SyscallsPerRequest, 1e-12)
+	assert.InDelta(t, 0.1, s.PollerSyscallsPerRequest, 1e-12)
+	// Medians over every burst of every round, readings not taken left out.
+	assert.Equal(t, []uint64{30, 40, 0}, s.AfterBurstRSS)
+	assert.Equal(t, "GOGC=100 busy=50%", got[1].GC)
+	assert.Equal(t, 50, got[1].Busy)
+	assert.Equal(t, []uint64{1, 2, 3}, got[1].AfterBurstRSS)
+
+	var b bytes.Buffer
+	writeRequestTable(&b, &report{Summary: got}, "tcp")
+	assert.Contains(t, b.String(), "RSS +300ms")
+	assert.Contains(t, b.String(), "GOGC=100 busy=50%")
 }

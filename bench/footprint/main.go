@@ -398,6 +398,9 @@ func replotDir(dir string, stdout io.Writer) error {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return fmt.Errorf("results.json: %w", err)
 	}
+	// The medians again from the runs, so that a summary this version
+	// knows and the one that wrote the file did not is filled in.
+	rep.Summary = summarise(rep.Runs)
 	writeTables(stdout, &rep)
 	return drawCharts(dir, &rep)
 }

@@ -34,11 +34,14 @@ type summary struct {
 	// calls (the poller's and the handlers') per request, and the RSS
 	// AfterBurstMS[i] ms after a burst ended: the median over every
 	// burst of every round.
-	CPUPerRequest      float64  `json:"cpu_per_request_seconds,omitempty"`
-	SyscallsPerRequest float64  `json:"syscalls_per_request,omitempty"`
-	AfterBurstMS       []int    `json:"after_burst_ms,omitempty"`
-	AfterBurstRSS      []uint64 `json:"after_burst_rss_bytes,omitempty"`
-	StepperCycles      uint64   `json:"stepper_cycles,omitempty"`
+	CPUPerRequest      float64 `json:"cpu_per_request_seconds,omitempty"`
+	SyscallsPerRequest float64 `json:"syscalls_per_request,omitempty"`
+	// PollerSyscallsPerRequest counts the poller's alone: waits, zero
+	// polls, registrations; what idle stepping can add to.
+	PollerSyscallsPerRequest float64  `json:"poller_syscalls_per_request,omitempty"`
+	AfterBurstMS             []int    `json:"after_burst_ms,omitempty"`
+	AfterBurstRSS            []uint64 `json:"after_burst_rss_bytes,omitempty"`
+	StepperCycles            uint64   `json:"stepper_cycles,omitempty"`
 }
 
 func median[T int64 | uint64 | float64](xs []T) T {
@@ -68,7 +71,7 @@ func summarise(runs []lab.RunResult) []summary {
 		rs := groups[k]
 		s := summary{Workload: k.w, GC: k.gc, Stepping: k.st, Runs: len(rs), OK: true}
 		var peak, gap, cyc, steps []uint64
-		var wall, cpu, cpuReq, sysReq, busyShare []float64
+		var wall, cpu, cpuReq, sysReq, pollReq, busyShare []float64
 		var p50, p99, p999 []int64
 		var stepCycles []uint64
 		var after [][]uint64
@@ -78,6 +81,7 @@ func summarise(runs []lab.RunResult) []summary {
 			if r.Requests > 0 {
 				cpuReq = append(cpuReq, (r.CPUUser+r.CPUSys)/float64(r.Requests))
 				sysReq = append(sysReq, float64(r.Syscalls+r.HandlerSyscalls)/float64(r.Requests))
+				pollReq = append(pollReq, float64(r.Syscalls)/float64(r.Requests))
 			}
 			if r.Stepper != nil {
 				stepCycles = append(stepCycles, r.Stepper.CyclesInline+r.Stepper.CyclesBackground)
@@ -113,7 +117,7 @@ func summarise(runs []lab.RunResult) []summary {
 		s.PeakRSS, s.GapRSS, s.GCCycles, s.Steps = median(peak), median(gap), median(cyc), median(steps)
 		s.Wall, s.CPU, s.P50, s.P99, s.P999 = median(wall), median(cpu), median(p50), median(p99), median(p999)
 		s.CPUPerRequest, s.SyscallsPerRequest, s.StepperCycles = median(cpuReq), median(sysReq), median(stepCycles)
-		s.BusyShare = median(busyShare)
+		s.BusyShare, s.PollerSyscallsPerRequest = median(busyShare), median(pollReq)
 		for _, a := range after {
 			s.AfterBurstRSS = append(s.AfterBurstRSS, median(a))
 		}
@@ -231,7 +235,7 @@ func writeRequestTable(w io.Writer, rep *report, workload string) {
 			head += "×off\t"
 		}
 	}
-	head += "CPU/req\t×off\tsyscalls/req\t×off\tGCs\tidle cycles\tok\t"
+	head += "CPU/req\t×off\tsyscalls/req\t×off\tof which poller\t×off\tGCs\tidle cycles\tok\t"
 	fmt.Fprintln(tw, head)
 	off := map[string]summary{}
 	for _, s := range rep.Summary {
@@ -276,9 +280,10 @@ func writeRequestTable(w io.Writer, rep *report, workload string) {
 		if s.Stepping == "runtime" {
 			cycles = fmt.Sprint(s.StepperCycles)
 		}
-		fmt.Fprintf(tw, "%.0fµs\t%s\t%.2f\t%s\t%d\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%.0fµs\t%s\t%.2f\t%s\t%.3f\t%s\t%d\t%s\t%s\t\n",
 			s.CPUPerRequest*1e6, ratio(s.CPUPerRequest, o.CPUPerRequest),
 			s.SyscallsPerRequest, ratio(s.SyscallsPerRequest, o.SyscallsPerRequest),
+			s.PollerSyscallsPerRequest, ratio(s.PollerSyscallsPerRequest, o.PollerSyscallsPerRequest),
 			s.GCCycles, cycles, ok)
 	}
 	tw.Flush()
