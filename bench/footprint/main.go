@@ -195,6 +195,11 @@ type machine struct {
 	CPU       string `json:"cpu,omitempty"`
 	Kernel    string `json:"kernel,omitempty"`
 	GoVersion string `json:"go_version"`
+	// LoadBefore and LoadAfter are the one-minute load average before
+	// the first run and after the last, where the system reports it: how
+	// busy the machine was besides the lab.
+	LoadBefore float64 `json:"load_before,omitempty"`
+	LoadAfter  float64 `json:"load_after,omitempty"`
 }
 
 // thisMachine describes where the lab runs, as far as it can tell.
@@ -290,6 +295,7 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 		return res
 	}
 
+	rep.Machine.LoadBefore, _ = cpuburn.LoadAverage()
 	t0 := time.Now()
 	for round := range cfg.rounds {
 		for _, w := range ws {
@@ -346,6 +352,7 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 		}
 	}
 	rep.Duration = time.Since(t0).Seconds()
+	rep.Machine.LoadAfter, _ = cpuburn.LoadAverage()
 
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {

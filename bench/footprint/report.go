@@ -214,7 +214,11 @@ func writeTables(w io.Writer, rep *report) {
 	for _, d := range rep.HeapDiff {
 		writeHeapDiff(w, d)
 	}
-	fmt.Fprintf(w, "%d runs in %.0fs\n", len(rep.Runs), rep.Duration)
+	fmt.Fprintf(w, "%d runs in %.0fs", len(rep.Runs), rep.Duration)
+	if rep.Machine.LoadBefore > 0 || rep.Machine.LoadAfter > 0 {
+		fmt.Fprintf(w, "; one-minute load average %.1f before, %.1f after", rep.Machine.LoadBefore, rep.Machine.LoadAfter)
+	}
+	fmt.Fprintln(w)
 }
 
 // writeRequestTable is the table of a request/response workload: what a

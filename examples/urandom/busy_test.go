@@ -52,8 +52,8 @@ func TestWriteConditions(t *testing.T) {
 		{{Mode: modeIdle, GOGC: "400", BusyPercent: 100, BusyShare: 1, PeakRSSBytes: 5 << 20, WallSeconds: 1}},
 	}
 	var b strings.Builder
-	require.NoError(t, writeConditions(&b, c, groups))
-	want := `peak RSS and wall by GOGC and CPU taken away by another process (% of one CPU: asked, taken); ratios to off at the same level, medians of 3 runs
+	require.NoError(t, writeConditions(&b, c, groups, "; load 1.0"))
+	want := `peak RSS and wall by GOGC and CPU taken away by another process (% of one CPU: asked, taken); ratios to off at the same level, medians of 3 runs; load 1.0
 
   GOGC   busy  taken  off peak    wall  idle peak    wall  idle/off peak  wall
    100    0 %    0 %   8.0 MiB  0.50 s    4.0 MiB  0.55 s           0.50  1.10

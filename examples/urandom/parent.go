@@ -22,6 +22,7 @@ func runParent(c config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("finding this program to run it again: %w", err)
 	}
+	load0, loadOK := cpuburn.LoadAverage()
 	var results []result
 	for run := 1; run <= c.runs; run++ {
 		for _, gogc := range c.gogcs {
@@ -78,7 +79,11 @@ func runParent(c config, stdout, stderr io.Writer) error {
 		}
 		if len(groups) > 1 {
 			fmt.Fprintln(stdout)
-			if err := writeConditions(stdout, c, groups); err != nil {
+			note := ""
+			if load1, ok := cpuburn.LoadAverage(); ok && loadOK {
+				note = fmt.Sprintf("; one-minute load average %.1f before the runs, %.1f after", load0, load1)
+			}
+			if err := writeConditions(stdout, c, groups, note); err != nil {
 				return err
 			}
 		}

@@ -70,10 +70,15 @@ func writeTable(w io.Writer, c config, rows []result) error {
 // writeConditions writes one row per GOGC and -busy level, from each
 // level's summaries: every mode's peak RSS and wall time, and each mode's
 // ratios to the off mode's at the same level. It is the table that shows
-// how a mode's advantage changes as CPU is taken away.
-func writeConditions(w io.Writer, c config, groups [][]result) error {
-	if _, err := fmt.Fprintf(w, "peak RSS and wall by GOGC and CPU taken away by another process (%% of one CPU: asked, taken); ratios to off at the same level%s\n\n",
-		map[bool]string{true: fmt.Sprintf(", medians of %d runs", c.runs), false: ""}[c.runs > 1]); err != nil {
+// how a mode's advantage changes as CPU is taken away. note ends the
+// heading.
+func writeConditions(w io.Writer, c config, groups [][]result, note string) error {
+	runs := ""
+	if c.runs > 1 {
+		runs = fmt.Sprintf(", medians of %d runs", c.runs)
+	}
+	if _, err := fmt.Fprintf(w, "peak RSS and wall by GOGC and CPU taken away by another process (%% of one CPU: asked, taken); ratios to off at the same level%s%s\n\n",
+		runs, note); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -162,4 +163,21 @@ func (b *Burner) Stop() (Usage, error) {
 		}
 	}
 	return u, nil
+}
+
+// LoadAverage returns the machine's one-minute load average where the
+// system publishes it (/proc/loadavg), and false elsewhere. Measurements
+// print it beside a burner's share, because a machine that is already
+// busy changes what a busy core means.
+func LoadAverage() (float64, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	return v, err == nil
 }

@@ -116,3 +116,13 @@ func TestDiesWithItsStarter(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestLoadAverage(t *testing.T) {
+	v, ok := LoadAverage()
+	if _, err := os.Stat("/proc/loadavg"); err != nil {
+		assert.False(t, ok)
+		return
+	}
+	assert.True(t, ok)
+	assert.GreaterOrEqual(t, v, 0.0)
+}
