@@ -233,6 +233,8 @@ func TestConfigValidate(t *testing.T) {
 		{config{workloads: "", sample: time.Millisecond}, false, 0},
 		{config{workloads: "urandom", sample: time.Millisecond, gogc: "100,off"}, true, 3},
 		{config{workloads: "urandom", sample: time.Millisecond, gogc: "200"}, false, 0},
+		{config{workloads: "urandom", sample: time.Millisecond, gogc: "400", quick: true}, false, 0},
+		{config{workloads: "urandom", sample: time.Millisecond, gogc: "400,off", quick: true}, true, 1},
 		{config{workloads: "urandom", sample: time.Millisecond, steppings: "off,runtime"}, true, 3},
 		{config{workloads: "urandom", sample: time.Millisecond, steppings: "off,lazy"}, false, 0},
 		{config{workloads: "urandom", sample: time.Millisecond, busy: "0,50,100"}, true, 3},

@@ -128,6 +128,9 @@ func (c *config) validate() error {
 			return fmt.Errorf(`-gogc: %q is not one of the lab's settings 50, 100, 400, off`, g)
 		}
 	}
+	if w, _ := lab.FindWorkload(c.list()[0]); len(c.gcSettings(w)) == 0 {
+		return fmt.Errorf(`-gogc %q: none of the settings this run has (-quick runs 100 and off only)`, c.gogc)
+	}
 	return nil
 }
 
