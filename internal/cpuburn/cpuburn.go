@@ -3,7 +3,7 @@
 //
 // The burner is the calling program started again with Env set: its main
 // must call Main first thing, which turns such a process into a burner and
-// returns at once in any other. A burner spins for Percent percent of every
+// returns at once in any other. A burner spins for its share of every
 // Period and sleeps for the rest, on one thread (GOMAXPROCS 1); at 100 % it
 // never sleeps. It exits when its standard input, a pipe from the process
 // that started it, reaches end of file, so it dies with that process even
