@@ -282,3 +282,18 @@ func TestSummariseRequestWorkload(t *testing.T) {
 	assert.Contains(t, b.String(), "RSS +300ms")
 	assert.Contains(t, b.String(), "GOGC=100 busy=50%")
 }
+
+func TestRoundRatios(t *testing.T) {
+	gc := lab.GCSetting{Name: "GOGC=100", GOGC: "100"}
+	var runs []lab.RunResult
+	for round, p99 := range [][2]int64{{100, 200}, {100, 50}, {100, 120}} {
+		for i, st := range []string{"off", "runtime"} {
+			runs = append(runs, lab.RunResult{Workload: "tcp", GC: gc, Stepping: st, Round: round, OK: true,
+				Latency: &lab.Percentiles{P99: p99[i]}, Requests: 10, CPUUser: 1, Syscalls: 10,
+				AfterBurstMS: []int{100, 300}, AfterBurstRSS: [][]uint64{{5, uint64(10 * (i + 1))}}})
+		}
+	}
+	var b bytes.Buffer
+	writeRoundRatios(&b, &report{Runs: runs, Summary: summarise(runs)}, "tcp")
+	assert.Equal(t, "GOGC=100 runtime/off by round:  p99 1.20 (2.00 0.50 1.20)  RSS 300ms after a burst 2.00 (2.00 2.00 2.00)  CPU/req 1.00 (1.00 1.00 1.00)  syscalls/req 1.00 (1.00 1.00 1.00)\n\n", b.String())
+}

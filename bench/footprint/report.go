@@ -292,6 +292,104 @@ func writeRequestTable(w io.Writer, rep *report, workload string) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	writeRoundRatios(w, rep, workload)
+}
+
+// roundRatio is one measure of a request/response run, for the per-round
+// ratios: 0 when the run does not have it.
+type roundRatio struct {
+	name string
+	of   func(r *lab.RunResult) float64
+}
+
+var roundRatios = []roundRatio{
+	{"p99", func(r *lab.RunResult) float64 {
+		if r.Latency == nil {
+			return 0
+		}
+		return float64(r.Latency.P99)
+	}},
+	{"RSS 300ms after a burst", func(r *lab.RunResult) float64 {
+		var v []uint64
+		for i, ms := range r.AfterBurstMS {
+			if ms != 300 {
+				continue
+			}
+			for _, b := range r.AfterBurstRSS {
+				if i < len(b) && b[i] > 0 {
+					v = append(v, b[i])
+				}
+			}
+		}
+		return float64(median(v))
+	}},
+	{"CPU/req", func(r *lab.RunResult) float64 {
+		if r.Requests == 0 {
+			return 0
+		}
+		return (r.CPUUser + r.CPUSys) / float64(r.Requests)
+	}},
+	{"syscalls/req", func(r *lab.RunResult) float64 {
+		if r.Requests == 0 {
+			return 0
+		}
+		return float64(r.Syscalls+r.HandlerSyscalls) / float64(r.Requests)
+	}},
+}
+
+// writeRoundRatios prints, for every policy but off, each measure's ratio
+// to off's in the same round and condition, round by round, and their
+// median: the runs of one round ran next to each other, so these ratios
+// see less of the machine's drift than the ratios of medians in the table.
+func writeRoundRatios(w io.Writer, rep *report, workload string) {
+	type key struct {
+		cond  string
+		round int
+	}
+	off := map[key]*lab.RunResult{}
+	for i := range rep.Runs {
+		r := &rep.Runs[i]
+		if r.Workload == workload && r.Stepping == "off" {
+			off[key{r.Condition(), r.Round}] = r
+		}
+	}
+	for _, s := range rep.Summary {
+		if s.Workload != workload || s.Stepping == "off" {
+			continue
+		}
+		line := fmt.Sprintf("%s %s/off by round:", s.GC, s.Stepping)
+		any := false
+		for _, m := range roundRatios {
+			var rs []float64
+			for i := range rep.Runs {
+				r := &rep.Runs[i]
+				if r.Workload != workload || r.Stepping != s.Stepping || r.Condition() != s.GC {
+					continue
+				}
+				o := off[key{r.Condition(), r.Round}]
+				if o == nil || m.of(o) == 0 || m.of(r) == 0 {
+					continue
+				}
+				rs = append(rs, m.of(r)/m.of(o))
+			}
+			if len(rs) == 0 {
+				continue
+			}
+			any = true
+			line += fmt.Sprintf("  %s %.2f (", m.name, median(rs))
+			for i, x := range rs {
+				if i > 0 {
+					line += " "
+				}
+				line += fmt.Sprintf("%.2f", x)
+			}
+			line += ")"
+		}
+		if any {
+			fmt.Fprintln(w, line)
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 func ratio(a, b float64) string {
