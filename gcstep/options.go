@@ -50,7 +50,7 @@ const (
 	DefaultMinGarbage   = 384 << 10
 	DefaultLiveRatio    = 0.5
 	DefaultCPUCap       = 0.3
-	DefaultReleaseDelay = 1500 * time.Millisecond
+	DefaultReleaseDelay = 20 * time.Millisecond
 )
 
 // WithMinGarbage sets how many bytes the program must have allocated since
