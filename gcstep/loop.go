@@ -56,10 +56,10 @@ const (
 	// quiet period that adapting may ask for.
 	quietFactor = 4
 	maxQuiet    = 250 * time.Millisecond
-	// busyShare is the share of recent time a loop must spend idle for
-	// a background cycle to start from one of its lulls, and
+	// bgShare is the share of recent time a loop must spend idle for a
+	// background cycle to start from one of its lulls, and
 	// shareHalfLife how fast that share forgets.
-	busyShare     = 0.9
+	bgShare       = 0.9
 	shareHalfLife = 50 * time.Millisecond
 )
 
@@ -162,7 +162,10 @@ func (l *Loop) Lull() bool {
 		return false
 	}
 	est := time.Duration(rt.est.Load())
-	return l.coversLocked(est) || rt.cfg.background && l.mostlyIdleLocked(now)
+	share := l.idleShareLocked(now)
+	return l.coversLocked(est) ||
+		rt.cfg.streams ||
+		rt.cfg.background && share >= bgShare
 }
 
 // active records work at now. l.mu must be held.
@@ -207,22 +210,36 @@ func (l *Loop) coversLocked(est time.Duration) bool {
 	return coverFactor*s[len(s)/2] >= est
 }
 
-// mostlyIdle reports whether the loop spent at least busyShare of the
-// recent past idle.
-func (l *Loop) mostlyIdle(now time.Duration) bool {
+// medianGap is the median of the loop's recent gaps, 0 if too few are
+// known.
+func (l *Loop) medianGap() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.mostlyIdleLocked(now)
+	if l.nGaps < minGaps {
+		return 0
+	}
+	g := l.gaps
+	s := g[:l.nGaps]
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
-func (l *Loop) mostlyIdleLocked(now time.Duration) bool {
+// idleShare is the share of the recent past the loop spent idle; 1 for a
+// loop that reports nothing.
+func (l *Loop) idleShare(now time.Duration) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.idleShareLocked(now)
+}
+
+func (l *Loop) idleShareLocked(now time.Duration) float64 {
 	if !l.observed || l.wallAcc == 0 {
-		return true
+		return 1
 	}
 	decay := exp2(-float64(now-l.accAt) / float64(shareHalfLife))
 	idle := l.idleAcc * decay
 	wall := l.wallAcc*decay + float64(now-l.accAt)
-	return idle >= busyShare*wall
+	return idle / wall
 }
 
 // quietPeriod is how long the loop must do nothing to count as quiet:

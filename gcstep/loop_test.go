@@ -247,3 +247,18 @@ func TestSharedRuntimeConcurrentLoops(t *testing.T) {
 }
 
 var keepSink [][]byte
+
+func TestStreamsRunInlineCyclesInShortLulls(t *testing.T) {
+	for _, streams := range []bool{false, true} {
+		w, rt := newTest(t, WithReleaseDelay(0), WithStreams(streams))
+		l := rt.Loop()
+		// A producer faster than a cycle: 40 µs gaps.
+		serve(w, l, 200, 40*time.Microsecond, 16*kib)
+		if streams {
+			assert.Positive(t, w.gcs, "inline cycles with WithStreams")
+		} else {
+			assert.Zero(t, w.gcs, "inline cycles without WithStreams")
+			assert.False(t, l.Lull(), "Lull in 40 µs gaps without WithStreams")
+		}
+	}
+}

@@ -290,8 +290,9 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 	rt.refill(now)
 	est := rt.cost.estimate(rt.r.live, now)
 	fits := float64(est) <= planFactor*float64(budget)
-	inline := fits && l.covers(est)
-	background := !inline && rt.cfg.background && !rt.bg.pending && l.mostlyIdle(now)
+	share := l.idleShare(now)
+	inline := fits && (rt.cfg.streams || l.covers(est))
+	background := !inline && rt.cfg.background && !rt.bg.pending && share >= bgShare
 	if garbage < threshold && !background {
 		// Only a background cycle starts this early: see backgroundEarly.
 		return false
