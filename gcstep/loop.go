@@ -210,20 +210,6 @@ func (l *Loop) coversLocked(est time.Duration) bool {
 	return coverFactor*s[len(s)/2] >= est
 }
 
-// medianGap is the median of the loop's recent gaps, 0 if too few are
-// known.
-func (l *Loop) medianGap() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.nGaps < minGaps {
-		return 0
-	}
-	g := l.gaps
-	s := g[:l.nGaps]
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // idleShare is the share of the recent past the loop spent idle; 1 for a
 // loop that reports nothing.
 func (l *Loop) idleShare(now time.Duration) float64 {

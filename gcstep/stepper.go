@@ -4,8 +4,10 @@ import "time"
 
 // A Stepper does one bounded unit of collection work when the caller is idle.
 //
-// Step works for at most about budget and reports whether more remains:
+// Step plans its work to fit in budget and reports whether more remains:
 // more is true when calling Step again right away could do useful work.
+// (Work that cannot be cut short may overrun a plan that was wrong; the
+// Runtime stepper counts such overruns and learns from them.)
 // A budget of zero or less means "no work now": Step returns at once and
 // still reports more honestly, so callers can decide whether to come back.
 type Stepper interface {
@@ -13,9 +15,9 @@ type Stepper interface {
 }
 
 // A Deferred is a Stepper whose work can fall due while its caller stays
-// idle and nothing else happens: the Runtime stepper's slow tier, which
-// returns memory to the operating system once the program has allocated
-// nothing for a while. A caller about to block with nothing to do bounds
+// idle and nothing else happens: the Runtime stepper empties the gap
+// (collects and returns memory to the operating system) once its loops
+// have been quiet for a while. A caller about to block with nothing to do bounds
 // its wait by NextStep and calls Step when the wait ends; package poller
 // does this. A caller that never does simply never gets that work done.
 type Deferred interface {
