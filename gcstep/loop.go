@@ -116,7 +116,14 @@ func (l *Loop) Waited(d time.Duration, work bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.observed = true
-	l.account(now, d)
+	if d >= l.quietPeriod() {
+		// A quiet stretch: the idle share of the activity that
+		// follows is measured afresh, or the first part of every
+		// burst would look idle.
+		l.idleAcc, l.wallAcc, l.accAt = 0, 0, now
+	} else {
+		l.account(now, d)
+	}
 	if !work {
 		return
 	}

@@ -262,3 +262,17 @@ func TestStreamsRunInlineCyclesInShortLulls(t *testing.T) {
 		}
 	}
 }
+
+func TestBurstAfterQuietIsNotIdle(t *testing.T) {
+	// A loop mostly idle, but only because of the silence before the
+	// burst: the burst itself keeps it busy, and a large heap's cycle
+	// must not start in the background there.
+	w, rt := newTest(t, WithReleaseDelay(20*ms), WithCPUCap(1))
+	w.r.live, w.liveAfter = 64*mib, 64*mib
+	l := rt.Loop()
+	serve(w, l, 10, 5*time.Microsecond, 0)
+	w.t += 400 * ms
+	serve(w, l, 1, 400*ms, 0) // the first request after the silence
+	serve(w, l, 50, 5*time.Microsecond, 512*kib)
+	assert.Zero(t, w.starts, "background cycles in a burst after a silence")
+}
