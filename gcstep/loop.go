@@ -120,7 +120,7 @@ func (l *Loop) Waited(d time.Duration, work bool) {
 		// A quiet stretch: the idle share of the activity that
 		// follows is measured afresh, or the first part of every
 		// burst would look idle.
-		l.idleAcc, l.wallAcc, l.accAt = 0, 0, now
+		l.idleAcc, l.wallAcc, l.accAt = 0, 0, 0
 	} else {
 		l.account(now, d)
 	}
@@ -190,7 +190,7 @@ func (l *Loop) account(now, d time.Duration) {
 		l.wallAcc *= decay
 		l.wallAcc += float64(now - l.accAt)
 	} else {
-		l.wallAcc += float64(d)
+		l.wallAcc += float64(d) // the first wait: nothing to measure from
 	}
 	l.idleAcc += float64(d)
 	l.accAt = now
@@ -226,8 +226,11 @@ func (l *Loop) idleShare(now time.Duration) float64 {
 }
 
 func (l *Loop) idleShareLocked(now time.Duration) float64 {
-	if !l.observed || l.wallAcc == 0 {
+	if !l.observed {
 		return 1
+	}
+	if l.accAt == 0 {
+		return 0 // nothing measured since the last quiet stretch
 	}
 	decay := exp2(-float64(now-l.accAt) / float64(shareHalfLife))
 	idle := l.idleAcc * decay
