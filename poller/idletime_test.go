@@ -2,6 +2,7 @@ package poller_test
 
 import (
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -253,4 +254,50 @@ func TestRuntimeStepperIdleProgram(t *testing.T) {
 	assert.EqualValues(t, 1, st.BlockingPolls, "waits in an idle RunOnce")
 	assert.Equal(t, before.CyclesInline+before.CyclesBackground+before.QuietPeriods,
 		s.CyclesInline+s.CyclesBackground+s.QuietPeriods, "collections in an idle program")
+}
+
+// Several Loops, each on its own goroutine with its own lock, share one
+// Runtime through a handle each (run with -race): the garbage they make
+// is collected, and the gap after it emptied once.
+func TestLoopsShareARuntime(t *testing.T) {
+	rt := gcstep.NewRuntime(gcstep.WithCPUCap(1))
+	defer rt.Close()
+	const loops = 4
+	var wg sync.WaitGroup
+	for range loops {
+		h := rt.Loop()
+		p := newPipe(t)
+		lock := gvl.New()
+		l := newLoop(t, poller.WithGVL(lock), poller.WithStepper(h))
+		buf := make([]byte, 16)
+		var kept [][]byte
+		require.NoError(t, l.Add(p.r, poller.Read, func(fd int, _ poller.Events) {
+			unix.Read(fd, buf)
+			kept = append(kept[:0], make([]byte, 64<<10))
+		}))
+		wg.Go(func() {
+			defer h.Close()
+			lock.Acquire()
+			defer lock.Release()
+			for i := range 200 {
+				if i%4 == 0 {
+					time.Sleep(200 * time.Microsecond)
+				}
+				unix.Write(p.w, []byte("x"))
+				_, err := l.RunOnce(time.Second)
+				assert.NoError(t, err)
+				_ = rt.Stats()
+			}
+			// Quiet: wait on until the gap was emptied (by any loop).
+			deadline := time.Now().Add(5 * time.Second)
+			for rt.Stats().QuietPeriods == 0 && time.Now().Before(deadline) {
+				_, err := l.RunOnce(50 * time.Millisecond)
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	s := rt.Stats()
+	assert.EqualValues(t, 1, s.QuietPeriods, "quiet stretches for loops that went quiet together: %+v", s)
+	eventually(t, "the release", func() bool { return rt.Stats().Releases == 1 })
 }
