@@ -58,6 +58,7 @@ type Runtime struct {
 	tokens   time.Duration // CPU-cap bucket: collection time still allowed
 	tokensAt time.Duration // when tokens was last refilled
 	scale    float64       // threshold multiplier >= 1, raised while the cap runs short
+	scaledAt uint64        // allocs when scale was last raised
 
 	cost costModel
 
@@ -314,7 +315,12 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 	if rt.tokens < need {
 		if budget > 0 {
 			rt.stats.DeclinedCap++
-			rt.scale = min(rt.scale*scaleUp, maxScale)
+			// Once per threshold's worth of garbage declined, not
+			// at every step that finds the same cycle unaffordable.
+			if rt.r.allocs-rt.scaledAt >= threshold {
+				rt.scale = min(rt.scale*scaleUp, maxScale)
+				rt.scaledAt = rt.r.allocs
+			}
 		}
 		return false
 	}
@@ -337,8 +343,8 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 // allocating while it marks (see doc/policy.md).
 const backgroundEarly = 2
 
-// How the threshold follows a short CPU cap: up by half at every cycle
-// the cap declines, back down by a fifth at every cycle that leaves the
+// How the threshold follows a short CPU cap: up by half for every
+// threshold's worth of garbage the cap declines to collect, back down by a fifth at every cycle that leaves the
 // bucket at least half full, never more than 16 times the configured one.
 const (
 	scaleUp   = 1.5
