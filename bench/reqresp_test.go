@@ -198,9 +198,17 @@ func reqClients(s *reqServer, shape reqShape) ([]net.Conn, error) {
 		return clients, nil
 	}
 	for range shape.clients {
-		p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+		p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 		if err != nil {
 			return clients, err
+		}
+		for _, fd := range p {
+			unix.CloseOnExec(fd)
+			if err := unix.SetNonblock(fd, true); err != nil {
+				unix.Close(p[0])
+				unix.Close(p[1])
+				return clients, err
+			}
 		}
 		cf := os.NewFile(uintptr(p[0]), "client")
 		c, err := net.FileConn(cf)
