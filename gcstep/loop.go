@@ -48,8 +48,8 @@ const (
 	// gapWindow is how many recent idle gaps (blocking waits that ended
 	// with work and were shorter than the quiet period) are kept.
 	gapWindow = 8
-	// minGaps is how many must be known before they are believed; a
-	// loop with fewer is treated as one that reports nothing.
+	// minGaps is how many must be known before they are believed; until
+	// then no gap covers a cycle.
 	minGaps = 4
 	// coverFactor is how much longer than the loop's median gap a
 	// cycle may be. A step that overruns the gap makes the work that

@@ -473,6 +473,8 @@ func (rt *Runtime) Stats() Stats {
 // programs that drop a Runtime before they exit, and by tests that check
 // for leaked goroutines.
 func (rt *Runtime) Close() {
+	rt.mu.Lock() // no step is between its check of closed and starting a release
 	rt.closed.Store(true)
+	rt.mu.Unlock()
 	rt.wg.Wait()
 }
