@@ -118,8 +118,8 @@ func (l *Loop) Step(budget time.Duration) bool {
 func (l *Loop) Idled(d time.Duration) { l.rt.Idled(d) }
 
 // Waited implements LoopObserver: a blocking wait of the loop lasted d,
-// and ended with work or only for the stepper's deferred work. It earns
-// the CPU cap, and tells the loop's gaps and activity.
+// and ended with something ready (work) or timed out. It earns the CPU
+// cap, and tells the loop's gaps and activity.
 func (l *Loop) Waited(d time.Duration, work bool) {
 	l.rt.Idled(d)
 	now := l.rt.env.now()
