@@ -18,7 +18,8 @@ import (
 //     (WithMinGarbage, WithLiveRatio) and the idle moment at hand is
 //     predicted to cover the cycle: the caller's recent idle gaps, which
 //     a LoopObserver caller reports, must be long enough for the
-//     estimated cost, and the cost must fit the step's budget. Otherwise
+//     estimated cost (any lull will do for a loop that consumes streams,
+//     see WithStreams), and the cost must fit the step's budget. Otherwise
 //     it may start a cycle for the runtime to run concurrently, when the
 //     caller is idle most of the time, or it leaves the work to the
 //     runtime's pacer.
