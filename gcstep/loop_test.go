@@ -309,3 +309,29 @@ func TestInlineCyclesStopWhenTheyDelayWork(t *testing.T) {
 	l.Step(ms)
 	assert.Equal(t, gcs+1, w.gcs, "inline cycles after a quiet stretch")
 }
+
+// Issue 13, item 6: the release used to run inside a Step, holding the
+// Runtime's mutex for as long as debug.FreeOSMemory took. Now a step only
+// starts it: while it runs, steps, Stats and NextStep go on.
+func TestReleaseDoesNotHoldTheRuntime(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(20*ms))
+	l := rt.Loop()
+	serve(w, l, 50, 20*time.Microsecond, 256*kib)
+	w.t += 20 * ms
+	l.Step(ms)
+	require.Len(t, w.spawned, 1, "release started")
+	// The release is in flight (its goroutine has not run).
+	w.alloc(mib)
+	assert.False(t, l.Step(ms))
+	assert.Zero(t, rt.Stats().Releases)
+	_, ok := l.NextStep()
+	assert.False(t, ok, "a second release while one runs")
+	done := make(chan struct{})
+	go func() { defer close(done); w.run() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the release could not finish")
+	}
+	assert.EqualValues(t, 1, rt.Stats().Releases)
+}
