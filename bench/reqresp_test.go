@@ -30,7 +30,9 @@ import (
 // memory to the OS costs the next burst.
 //
 // One op is one burst and the gap after it, so run it with a fixed count,
-// e.g. -benchtime 4x. Configurations run one after another in one process
+// e.g. -benchtime 4x. Also reported: faults/req, the process's minor page
+// faults per request, which returning memory to the OS raises in the next
+// burst. Configurations run one after another in one process
 // are not alike: the later ones measured up to 1.4 times the CPU per
 // request of the first even when they did the same thing. For numbers,
 // run each configuration in its own process, interleaved (bench/README.md
@@ -287,10 +289,11 @@ func rssBytes() (uint64, error) {
 	return res * uint64(os.Getpagesize()), nil
 }
 
-func cpuTime() time.Duration {
+// usage is the process's CPU time and minor page faults so far.
+func usage() (time.Duration, int64) {
 	var ru unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), int64(ru.Minflt)
 }
 
 func BenchmarkReqResp(b *testing.B) {
@@ -336,13 +339,16 @@ func benchReqResp(b *testing.B, shape reqShape, step string) {
 	}
 	var rss []float64
 	var cpu time.Duration
+	var faults int64
 	sys0 := s.loop.Stats().Syscalls
 	for range b.N {
-		c0 := cpuTime()
+		c0, f0 := usage()
 		b.StartTimer()
 		err := burst(clients, shape.perBurst, rtts)
 		b.StopTimer()
-		cpu += cpuTime() - c0
+		c1, f1 := usage()
+		cpu += c1 - c0
+		faults += f1 - f0
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -369,6 +375,7 @@ func benchReqResp(b *testing.B, shape reqShape, step string) {
 	b.ReportMetric(float64(nearestRank(all, 0.50)), "p50-ns")
 	b.ReportMetric(float64(nearestRank(all, 0.99)), "p99-ns")
 	b.ReportMetric(float64(cpu)/n, "cpu-ns/req")
+	b.ReportMetric(float64(faults)/n, "faults/req")
 	b.ReportMetric(float64(sys)/n, "loop-syscalls/req")
 	b.ReportMetric(rss[len(rss)/2], "rss-after-MiB")
 	if s.rt != nil {
