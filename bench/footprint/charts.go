@@ -79,14 +79,14 @@ func rssChart(dir, workload string, rep *report) error {
 		p.Legend.Top = true
 		var top float64
 		for _, r := range rep.Runs {
-			if r.Workload == workload && r.GC.Name == gc && r.Round == 0 {
+			if r.Workload == workload && r.Condition() == gc && r.Round == 0 {
 				top = max(top, mib(r.PeakRSS))
 			}
 		}
 		p.Y.Max = top * 1.4
 		for _, st := range lab.Steppings {
 			for _, r := range rep.Runs {
-				if r.Workload != workload || r.GC.Name != gc || r.Stepping != st || r.Round != 0 || len(r.Samples) == 0 {
+				if r.Workload != workload || r.Condition() != gc || r.Stepping != st || r.Round != 0 || len(r.Samples) == 0 {
 					continue
 				}
 				xy := make(plotter.XYs, len(r.Samples))

@@ -12,6 +12,13 @@
 //	bursty    request/response over socketpairs: bursts of requests that
 //	          allocate 256 KiB each, separated by idle gaps; request latency
 //	          percentiles during bursts, RSS during gaps
+//	tcp       request/response over TCP loopback: a client process opens 32
+//	          connections and sends bursts of requests, each allocating
+//	          64 KiB on the server, with 1.2 s idle gaps; the server is a
+//	          poller.Loop reading and writing raw non-blocking sockets with
+//	          system calls. Request percentiles (p50, p99, p99.9, nearest
+//	          rank), RSS 100 ms, 300 ms and 1 s after each burst ends, and
+//	          the server's CPU time and system calls per request
 //	bigheap   a 64 MiB live heap with steady churn from a 1 ms loop timer,
 //	          where an idle collector must not thrash; timer lateness
 //	          percentiles
@@ -21,8 +28,8 @@
 // under GOGC=50, 100, 400 and GOGC=off with a GOMEMLIMIT set per workload.
 //
 // For every run it records peak RSS, RSS and heap sampled over time, wall
-// time, CPU time (getrusage), GC cycles, idle steps and latency percentiles,
-// and writes:
+// time, CPU time (getrusage), GC cycles, idle steps, the stepper's own
+// counts (gcstep.Stats) and latency percentiles, and writes:
 //
 //	DIR/results.json              every run, its samples, and medians per configuration
 //	DIR/rss-WORKLOAD.{png,svg}    RSS over time, a panel per GC setting, a line per policy
@@ -51,11 +58,24 @@
 //	-rounds n
 //		rounds of every configuration, interleaved (default 3; 1 with -quick)
 //	-workloads list
-//		comma-separated workloads (default "urandom,bursty,bigheap")
+//		comma-separated workloads (default "urandom,bursty,tcp,bigheap")
+//	-gogc list
+//		comma-separated GOGC settings to run, from 50, 100, 400 and off
+//		(default all of them; 100 and off with -quick)
+//	-stepping list
+//		comma-separated policies to run (default "off,naive,runtime")
+//	-busy list
+//		comma-separated percentages of one CPU (0 to 100) that another
+//		process keeps busy during each run: the busy-core condition,
+//		a spinning process with that duty cycle over 10 ms periods,
+//		started before each run and killed after it (see
+//		internal/cpuburn); each level is a condition of its own in the
+//		tables, named like "GOGC=100 busy=50%" (default "0")
 //	-sample d
 //		RSS and heap sampling period (default 10ms)
 //	-profiles
-//		take the heap profiles at peak and compare them (default true)
+//		take the heap profiles at peak and compare them (default true;
+//		with -quick, of the first workload only)
 //	-replot
 //		run nothing: print the tables and redraw the charts from an earlier
 //		run's DIR/results.json

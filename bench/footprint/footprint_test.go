@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/idlemux/idlemux/bench/footprint/internal/lab"
 )
@@ -32,7 +34,7 @@ func TestQuickLab(t *testing.T) {
 		t.Skip("skipped under -short")
 	}
 	dir := t.TempDir()
-	cfg := config{out: dir, quick: true, workloads: "urandom,bursty,bigheap", sample: 10 * time.Millisecond, profiles: true}
+	cfg := config{out: dir, quick: true, workloads: "urandom,bursty,tcp,bigheap", sample: 10 * time.Millisecond, profiles: true}
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -67,12 +69,29 @@ func TestQuickLab(t *testing.T) {
 		if r.Bytes <= 0 || r.PeakRSS == 0 || r.Wall <= 0 || len(r.Samples) == 0 {
 			t.Errorf("%s: bytes %d, peak %d, wall %v, %d samples: want all positive", name, r.Bytes, r.PeakRSS, r.Wall, len(r.Samples))
 		}
+		if (r.Stepper != nil) != (r.Stepping == "runtime") {
+			t.Errorf("%s: stepper stats %v, want them for the runtime policy only", name, r.Stepper)
+		}
+		// urandom makes 16 KiB of garbage per read and its loop waits
+		// for the writer between reads: a Runtime that runs no cycle
+		// there has stopped doing its job.
+		if r.Workload == "urandom" && r.Stepper != nil && r.Stepper.CyclesInline+r.Stepper.CyclesBackground == 0 {
+			t.Errorf("%s: the stepper ran no cycle (%+v)", name, *r.Stepper)
+		}
+		if r.Workload == "tcp" {
+			if r.Requests <= 0 || r.Latency == nil || r.Latency.N != int(r.Requests) || r.Syscalls == 0 || r.HandlerSyscalls == 0 {
+				t.Errorf("%s: %d requests, latency %+v, %d poller and %d handler syscalls", name, r.Requests, r.Latency, r.Syscalls, r.HandlerSyscalls)
+			}
+			if len(r.AfterBurstRSS) == 0 || len(r.AfterBurstMS) != len(lab.AfterBurstOffsets) || r.AfterBurstRSS[0][0] == 0 {
+				t.Errorf("%s: RSS after bursts %v at %v ms", name, r.AfterBurstRSS, r.AfterBurstMS)
+			}
+		}
 	}
 	if len(got.Summary) != want {
 		t.Errorf("%d summary rows, want %d", len(got.Summary), want)
 	}
-	if len(got.HeapDiff) != len(lab.Workloads) {
-		t.Errorf("%d heap comparisons, want %d", len(got.HeapDiff), len(lab.Workloads))
+	if len(got.HeapDiff) != 1 || got.HeapDiff[0].Workload != "urandom" {
+		t.Errorf("%d heap comparisons, want 1, of the first workload (urandom)", len(got.HeapDiff))
 	}
 	for _, w := range lab.Workloads {
 		for _, chart := range []string{"rss-", "peak-vs-" + costName(w.Name) + "-"} {
@@ -119,6 +138,31 @@ func writeProfile(t *testing.T, path string, inuse map[string]int64) {
 	defer f.Close()
 	if err := p.Write(f); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestConfigSelects(t *testing.T) {
+	cfg := config{workloads: "tcp", sample: time.Millisecond, gogc: "off,100", steppings: "runtime,off"}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	w, _ := lab.FindWorkload("tcp")
+	var gcs []string
+	for _, gc := range cfg.gcSettings(w) {
+		gcs = append(gcs, gc.GOGC)
+	}
+	if strings.Join(gcs, ",") != "100,off" {
+		t.Errorf("GC settings %v, want 100,off in the lab's order", gcs)
+	}
+	if got := strings.Join(cfg.stepping(), ","); got != "off,runtime" {
+		t.Errorf("policies %s, want off,runtime in table order", got)
+	}
+	all := config{workloads: "tcp", sample: time.Millisecond}
+	if err := all.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(all.gcSettings(w)) != len(lab.GCSettings(w, false)) || len(all.stepping()) != len(lab.Steppings) {
+		t.Errorf("no selection: %d settings, %d policies; want all", len(all.gcSettings(w)), len(all.stepping()))
 	}
 }
 
@@ -186,6 +230,17 @@ func TestConfigValidate(t *testing.T) {
 		{config{workloads: "urandom,nope", sample: time.Millisecond}, false, 0},
 		{config{workloads: "urandom", sample: 0}, false, 0},
 		{config{workloads: "urandom", sample: time.Millisecond, rounds: -1}, false, 0},
+		{config{workloads: "", sample: time.Millisecond}, false, 0},
+		{config{workloads: "urandom", sample: time.Millisecond, gogc: "100,off"}, true, 3},
+		{config{workloads: "urandom", sample: time.Millisecond, gogc: "200"}, false, 0},
+		{config{workloads: "urandom", sample: time.Millisecond, gogc: "400", quick: true}, false, 0},
+		{config{workloads: "urandom", sample: time.Millisecond, gogc: "400,off", quick: true}, true, 1},
+		{config{workloads: "urandom", sample: time.Millisecond, steppings: "off,runtime"}, true, 3},
+		{config{workloads: "urandom", sample: time.Millisecond, steppings: "off,lazy"}, false, 0},
+		{config{workloads: "urandom", sample: time.Millisecond, busy: "0,50,100"}, true, 3},
+		{config{workloads: "urandom", sample: time.Millisecond, busy: "50,50"}, false, 0},
+		{config{workloads: "urandom", sample: time.Millisecond, busy: "120"}, false, 0},
+		{config{workloads: "urandom", sample: time.Millisecond, busy: "half"}, false, 0},
 	} {
 		err := tc.cfg.validate()
 		if (err == nil) != tc.ok {
@@ -195,4 +250,50 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%+v: rounds %d, want %d", tc.cfg, tc.cfg.rounds, tc.want)
 		}
 	}
+}
+
+func TestSummariseRequestWorkload(t *testing.T) {
+	gc := lab.GCSetting{Name: "GOGC=100", GOGC: "100"}
+	run := func(st string, busy int, cpu float64, after [][]uint64) lab.RunResult {
+		return lab.RunResult{Workload: "tcp", GC: gc, Stepping: st, OK: true, BusyPercent: busy,
+			CPUUser: cpu, Requests: 100, Syscalls: 10, HandlerSyscalls: 200,
+			AfterBurstMS: []int{100, 300, 1000}, AfterBurstRSS: after}
+	}
+	runs := []lab.RunResult{
+		run("off", 0, 0.01, [][]uint64{{10, 20, 0}, {30, 40, 0}}),
+		run("off", 0, 0.03, [][]uint64{{50, 60, 0}}),
+		run("off", 50, 0.02, [][]uint64{{1, 2, 3}}),
+	}
+	got := summarise(runs)
+	require.Len(t, got, 2, "busy levels are conditions of their own")
+	s := got[0]
+	assert.Equal(t, "GOGC=100", s.GC)
+	assert.InDelta(t, 0.0003, s.CPUPerRequest, 1e-12, "the upper median of 100 µs and 300 µs")
+	assert.InDelta(t, 2.1, s.SyscallsPerRequest, 1e-12)
+	assert.InDelta(t, 0.1, s.PollerSyscallsPerRequest, 1e-12)
+	// Medians over every burst of every round, readings not taken left out.
+	assert.Equal(t, []uint64{30, 40, 0}, s.AfterBurstRSS)
+	assert.Equal(t, "GOGC=100 busy=50%", got[1].GC)
+	assert.Equal(t, 50, got[1].Busy)
+	assert.Equal(t, []uint64{1, 2, 3}, got[1].AfterBurstRSS)
+
+	var b bytes.Buffer
+	writeRequestTable(&b, &report{Summary: got}, "tcp")
+	assert.Contains(t, b.String(), "RSS +300ms")
+	assert.Contains(t, b.String(), "GOGC=100 busy=50%")
+}
+
+func TestRoundRatios(t *testing.T) {
+	gc := lab.GCSetting{Name: "GOGC=100", GOGC: "100"}
+	var runs []lab.RunResult
+	for round, p99 := range [][2]int64{{100, 200}, {100, 50}, {100, 120}} {
+		for i, st := range []string{"off", "runtime"} {
+			runs = append(runs, lab.RunResult{Workload: "tcp", GC: gc, Stepping: st, Round: round, OK: true,
+				Latency: &lab.Percentiles{P99: p99[i]}, Requests: 10, CPUUser: 1, Syscalls: 10,
+				AfterBurstMS: []int{100, 300}, AfterBurstRSS: [][]uint64{{5, uint64(10 * (i + 1))}}})
+		}
+	}
+	var b bytes.Buffer
+	writeRoundRatios(&b, &report{Runs: runs, Summary: summarise(runs)}, "tcp")
+	assert.Equal(t, "GOGC=100 runtime/off by round:  p99 1.20 (2.00 0.50 1.20)  RSS 300ms after a burst 2.00 (2.00 2.00 2.00)  CPU/req 1.00 (1.00 1.00 1.00)  syscalls/req 1.00 (1.00 1.00 1.00)\n\n", b.String())
 }

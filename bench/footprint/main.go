@@ -13,10 +13,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/idlemux/idlemux/internal/cpuburn"
 )
 
 func main() {
@@ -24,9 +27,12 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "", "directory for results.json, charts and heap profiles (required)")
 	flag.BoolVar(&cfg.quick, "quick", false, "a reduced run that finishes in under a minute, for CI")
 	flag.IntVar(&cfg.rounds, "rounds", 0, "rounds of every configuration (default 3, 1 with -quick)")
-	flag.StringVar(&cfg.workloads, "workloads", "urandom,bursty,bigheap", "comma-separated workloads to run")
+	flag.StringVar(&cfg.workloads, "workloads", "urandom,bursty,tcp,bigheap", "comma-separated workloads to run")
+	flag.StringVar(&cfg.gogc, "gogc", "", `comma-separated GOGC values to run, from 50, 100, 400 and "off" (default all; 100 and off with -quick)`)
+	flag.StringVar(&cfg.steppings, "stepping", strings.Join(lab.Steppings, ","), "comma-separated stepping policies to run")
+	flag.StringVar(&cfg.busy, "busy", "0", "comma-separated percentages of one CPU kept busy by another process during each run, such as 0,50,100")
 	flag.DurationVar(&cfg.sample, "sample", 10*time.Millisecond, "RSS and heap sampling period")
-	flag.BoolVar(&cfg.profiles, "profiles", true, "also take heap profiles at peak for stepping off and runtime, and compare them")
+	flag.BoolVar(&cfg.profiles, "profiles", true, "also take heap profiles at peak for stepping off and runtime, and compare them (with -quick, of the first workload only)")
 	replot := flag.Bool("replot", false, "run nothing: print the tables and redraw the charts from DIR/results.json")
 	flag.Parse()
 	cfg.command = strings.Join(append([]string{"go run ./bench/footprint"}, os.Args[1:]...), " ")
@@ -58,13 +64,17 @@ func main() {
 
 // config is what the flags ask for.
 type config struct {
-	out       string
-	quick     bool
-	rounds    int
-	workloads string
-	sample    time.Duration
-	profiles  bool
-	command   string // as typed, for results.json
+	out        string
+	quick      bool
+	rounds     int
+	workloads  string
+	gogc       string // GOGC values to keep, "" for all
+	steppings  string
+	busy       string // -busy as given
+	busyLevels []int
+	sample     time.Duration
+	profiles   bool
+	command    string // as typed, for results.json
 }
 
 func (c *config) validate() error {
@@ -80,22 +90,86 @@ func (c *config) validate() error {
 	if c.sample <= 0 {
 		return errors.New("-sample must be positive")
 	}
+	if len(c.list()) == 0 {
+		return errors.New("-workloads: no workload given")
+	}
 	for _, w := range c.list() {
 		if _, ok := lab.FindWorkload(w); !ok {
 			return fmt.Errorf("unknown workload %q", w)
 		}
 	}
+	if c.steppings == "" {
+		c.steppings = strings.Join(lab.Steppings, ",")
+	}
+	for _, st := range splitList(c.steppings) {
+		if !slices.Contains(lab.Steppings, st) {
+			return fmt.Errorf("-stepping: unknown policy %q, want some of %s", st, strings.Join(lab.Steppings, ","))
+		}
+	}
+	if len(splitList(c.steppings)) == 0 {
+		return errors.New("-stepping: no policy given")
+	}
+	if c.busy == "" {
+		c.busy = "0"
+	}
+	c.busyLevels = nil
+	for _, f := range splitList(c.busy) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 || n > 100 || slices.Contains(c.busyLevels, n) {
+			return fmt.Errorf("-busy %q: want distinct percentages of one CPU from 0 to 100", c.busy)
+		}
+		c.busyLevels = append(c.busyLevels, n)
+	}
+	if len(c.busyLevels) == 0 {
+		return fmt.Errorf("-busy %q: no level given", c.busy)
+	}
+	for _, g := range splitList(c.gogc) {
+		if !slices.Contains([]string{"50", "100", "400", "off"}, g) {
+			return fmt.Errorf(`-gogc: %q is not one of the lab's settings 50, 100, 400, off`, g)
+		}
+	}
+	if w, _ := lab.FindWorkload(c.list()[0]); len(c.gcSettings(w)) == 0 {
+		return fmt.Errorf(`-gogc %q: none of the settings this run has (-quick runs 100 and off only)`, c.gogc)
+	}
 	return nil
 }
 
-func (c *config) list() []string {
-	var ws []string
-	for _, w := range strings.Split(c.workloads, ",") {
-		if w = strings.TrimSpace(w); w != "" {
-			ws = append(ws, w)
+func (c *config) list() []string { return splitList(c.workloads) }
+
+// gcSettings returns the GC settings to run w under: the lab's, less those
+// -gogc leaves out.
+func (c *config) gcSettings(w lab.Workload) []lab.GCSetting {
+	keep := splitList(c.gogc)
+	var out []lab.GCSetting
+	for _, gc := range lab.GCSettings(w, c.quick) {
+		if len(keep) == 0 || slices.Contains(keep, gc.GOGC) {
+			out = append(out, gc)
 		}
 	}
-	return ws
+	return out
+}
+
+// stepping returns the policies to run, in table order.
+func (c *config) stepping() []string {
+	keep := splitList(c.steppings)
+	var out []string
+	for _, st := range lab.Steppings {
+		if slices.Contains(keep, st) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // report is results.json.
@@ -124,6 +198,11 @@ type machine struct {
 	CPU       string `json:"cpu,omitempty"`
 	Kernel    string `json:"kernel,omitempty"`
 	GoVersion string `json:"go_version"`
+	// LoadBefore and LoadAfter are the one-minute load average before
+	// the first run and after the last, where the system reports it: how
+	// busy the machine was besides the lab.
+	LoadBefore float64 `json:"load_before,omitempty"`
+	LoadAfter  float64 `json:"load_after,omitempty"`
 }
 
 // thisMachine describes where the lab runs, as far as it can tell.
@@ -198,50 +277,47 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 		rep.About = append(rep.About, about{w.Name, w.About(cfg.quick)})
 	}
 
-	child := func(spec lab.ChildSpec) lab.RunResult {
+	child := func(spec lab.ChildSpec, busy int) lab.RunResult {
 		spec.Quick, spec.SampleEvery = cfg.quick, cfg.sample
 		spec.Out = filepath.Join(tmp, "result.json")
 		os.Remove(spec.Out)
-		res := lab.RunResult{Workload: spec.Workload, Stepping: spec.Stepping, GC: spec.GC}
-		b, _ := json.Marshal(spec)
-		cctx, cancel := context.WithTimeout(ctx, childTimeout(cfg.quick))
-		defer cancel()
-		cmd := exec.CommandContext(cctx, exe)
-		cmd.Env = append(childEnviron(), lab.ChildEnv+"="+string(b), "GOGC="+spec.GC.GOGC)
-		if spec.GC.MemLimit != "" {
-			cmd.Env = append(cmd.Env, "GOMEMLIMIT="+spec.GC.MemLimit)
-		}
-		cmd.Stdout, cmd.Stderr = progress, progress
-		if err := cmd.Run(); err != nil {
-			res.Error = fmt.Sprintf("child: %v", err)
+		res := lab.RunResult{Workload: spec.Workload, Stepping: spec.Stepping, GC: spec.GC, BusyPercent: busy}
+		// The busy core: the child command started again as a burner,
+		// for as long as the run lasts and no longer.
+		burner, err := cpuburn.Start(exe, busy)
+		if err != nil {
+			res.Error = err.Error()
 			return res
 		}
-		out, err := os.ReadFile(spec.Out)
-		if err == nil {
-			err = json.Unmarshal(out, &res)
+		res = runChild(ctx, exe, spec, res, progress)
+		u, err := burner.Stop()
+		if err != nil && res.Error == "" {
+			res.Error = err.Error()
 		}
-		if err != nil {
-			res.Error = fmt.Sprintf("child result: %v", err)
-		}
+		res.BusyPercent, res.BusyShare = busy, u.Share()
 		return res
 	}
 
+	rep.Machine.LoadBefore, _ = cpuburn.LoadAverage()
 	t0 := time.Now()
 	for round := range cfg.rounds {
 		for _, w := range ws {
-			for _, gc := range lab.GCSettings(w, cfg.quick) {
+			for _, gc := range cfg.gcSettings(w) {
 				// Rotate the order of the policies from round to
 				// round, so none always runs first.
-				order := slices.Clone(lab.Steppings)
+				order := cfg.stepping()
 				for range round % len(order) {
 					order = append(order[1:], order[0])
 				}
-				for _, st := range order {
-					fmt.Fprintf(progress, "round %d/%d  %-8s %-24s stepping=%-8s", round+1, cfg.rounds, w.Name, gc.Name, st)
-					res := child(lab.ChildSpec{Workload: w.Name, Stepping: st, GC: gc})
-					res.Round = round
-					fmt.Fprintf(progress, " peak %6.1f MiB  wall %6.2fs  ok=%v %s\n", mib(res.PeakRSS), res.Wall, res.OK, res.Error)
-					rep.Runs = append(rep.Runs, res)
+				for _, busy := range cfg.busyLevels {
+					for _, st := range order {
+						cond := (&lab.RunResult{GC: gc, BusyPercent: busy}).Condition()
+						fmt.Fprintf(progress, "round %d/%d  %-8s %-24s stepping=%-8s", round+1, cfg.rounds, w.Name, cond, st)
+						res := child(lab.ChildSpec{Workload: w.Name, Stepping: st, GC: gc}, busy)
+						res.Round = round
+						fmt.Fprintf(progress, " peak %6.1f MiB  wall %6.2fs  ok=%v %s\n", mib(res.PeakRSS), res.Wall, res.OK, res.Error)
+						rep.Runs = append(rep.Runs, res)
+					}
 				}
 			}
 		}
@@ -249,14 +325,20 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 	rep.Summary = summarise(rep.Runs)
 
 	if cfg.profiles {
-		for _, w := range ws {
+		profiled := ws
+		if cfg.quick {
+			// Enough to show the comparison works, for a run that
+			// has to be short.
+			profiled = ws[:1]
+		}
+		for _, w := range profiled {
 			gc := lab.GCSetting{Name: "GOGC=100", GOGC: "100"}
 			var paths [2]string
 			failed := false
 			for i, st := range []string{"off", "runtime"} {
 				paths[i] = filepath.Join(cfg.out, fmt.Sprintf("heap-%s-%s.pprof", w.Name, st))
 				fmt.Fprintf(progress, "heap profile at peak: %s stepping=%s\n", w.Name, st)
-				res := child(lab.ChildSpec{Workload: w.Name, Stepping: st, GC: gc, Profile: paths[i]})
+				res := child(lab.ChildSpec{Workload: w.Name, Stepping: st, GC: gc, Profile: paths[i]}, 0)
 				if res.Error != "" || !res.OK {
 					fmt.Fprintf(progress, "  failed: %s %s\n", res.Error, res.Check)
 					failed = true
@@ -273,6 +355,7 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 		}
 	}
 	rep.Duration = time.Since(t0).Seconds()
+	rep.Machine.LoadAfter, _ = cpuburn.LoadAverage()
 
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
@@ -288,6 +371,32 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 	return rep, nil
 }
 
+// runChild runs the child command exe for one run and returns res
+// completed with what the child reported.
+func runChild(ctx context.Context, exe string, spec lab.ChildSpec, res lab.RunResult, progress io.Writer) lab.RunResult {
+	b, _ := json.Marshal(spec)
+	cctx, cancel := context.WithTimeout(ctx, childTimeout(spec.Quick))
+	defer cancel()
+	cmd := exec.CommandContext(cctx, exe)
+	cmd.Env = append(childEnviron(), lab.ChildEnv+"="+string(b), "GOGC="+spec.GC.GOGC)
+	if spec.GC.MemLimit != "" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+spec.GC.MemLimit)
+	}
+	cmd.Stdout, cmd.Stderr = progress, progress
+	if err := cmd.Run(); err != nil {
+		res.Error = fmt.Sprintf("child: %v", err)
+		return res
+	}
+	out, err := os.ReadFile(spec.Out)
+	if err == nil {
+		err = json.Unmarshal(out, &res)
+	}
+	if err != nil {
+		res.Error = fmt.Sprintf("child result: %v", err)
+	}
+	return res
+}
+
 // replotDir prints the tables and redraws the charts of an earlier run
 // from dir/results.json.
 func replotDir(dir string, stdout io.Writer) error {
@@ -299,6 +408,9 @@ func replotDir(dir string, stdout io.Writer) error {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return fmt.Errorf("results.json: %w", err)
 	}
+	// The medians again from the runs, so that a summary this version
+	// knows and the one that wrote the file did not is filled in.
+	rep.Summary = summarise(rep.Runs)
 	writeTables(stdout, &rep)
 	return drawCharts(dir, &rep)
 }
@@ -309,7 +421,7 @@ func childEnviron() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if k == "GOGC" || k == "GOMEMLIMIT" || k == lab.ChildEnv {
+		if k == "GOGC" || k == "GOMEMLIMIT" || k == lab.ChildEnv || k == lab.ClientEnv {
 			continue
 		}
 		env = append(env, kv)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -48,9 +49,13 @@ type config struct {
 	length  int64
 	readers int
 	chunk   int
-	gogc    string
+	gogc    string // GOGC of the run at hand: a child's, or one of gogcs
+	gogcs   []string
 	runs    int
 	json    bool
+	// busy lists the shares of one CPU, in percent, to keep busy in
+	// another process during the runs; every mode runs at every level.
+	busy []int
 }
 
 // errHelp is returned by parseConfig for -h: not a failure.
@@ -71,9 +76,10 @@ func parseConfig(args []string, envGOGC string, fdLimit uint64, usage io.Writer)
 	if defGOGC == "" {
 		defGOGC = "100"
 	}
-	gogc := fs.String("gogc", defGOGC, `GOGC for the runs: a percentage or "off"`)
+	gogc := fs.String("gogc", defGOGC, `GOGC for the runs: a percentage or "off", or several, comma-separated, each run in turn`)
 	runs := fs.Int("runs", 1, "runs of each mode, interleaved; the table shows medians")
 	asJSON := fs.Bool("json", false, "print one JSON object per run, one per line")
+	busy := fs.String("busy", "0", "percent of one CPU kept busy by another process during every run, comma-separated levels such as 0,50,100")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -93,12 +99,23 @@ func parseConfig(args []string, envGOGC string, fdLimit uint64, usage io.Writer)
 	if c.modes, err = parseModes(*modes); err != nil {
 		return config{}, err
 	}
-	if c.gogc, err = parseGOGC(*gogc); err != nil {
-		if !flagSet(fs, "gogc") {
-			err = fmt.Errorf("%w (the default, from $GOGC)", err)
-		}
+	if c.busy, err = parseBusy(*busy); err != nil {
 		return config{}, err
 	}
+	for _, f := range strings.Split(*gogc, ",") {
+		g, err := parseGOGC(strings.TrimSpace(f))
+		if err != nil {
+			if !flagSet(fs, "gogc") {
+				err = fmt.Errorf("%w (the default, from $GOGC)", err)
+			}
+			return config{}, err
+		}
+		if slices.Contains(c.gogcs, g) {
+			return config{}, fmt.Errorf("-gogc %q: %s given twice", *gogc, g)
+		}
+		c.gogcs = append(c.gogcs, g)
+	}
+	c.gogc = c.gogcs[0]
 	switch {
 	case c.length < 1:
 		return config{}, fmt.Errorf("-len %d: want at least 1 byte", c.length)
@@ -158,6 +175,23 @@ func modeNames(modes []mode) []string {
 }
 
 func joinModes(modes []mode) string { return strings.Join(modeNames(modes), ",") }
+
+// parseBusy parses -busy: comma-separated percentages of one CPU, 0 to
+// 100, each given once.
+func parseBusy(s string) ([]int, error) {
+	var levels []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 || n > 100 {
+			return nil, fmt.Errorf("-busy %q: want percentages of one CPU from 0 to 100, comma-separated", s)
+		}
+		if slices.Contains(levels, n) {
+			return nil, fmt.Errorf("-busy %q: %d given twice", s, n)
+		}
+		levels = append(levels, n)
+	}
+	return levels, nil
+}
 
 // parseGOGC accepts what the runtime accepts in GOGC, less its leniency:
 // "off" or a percentage (0 and up). The runtime reads anything else as 100,

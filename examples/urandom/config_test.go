@@ -18,33 +18,38 @@ func TestParseConfigDefaults(t *testing.T) {
 	}{
 		{
 			name: "none",
-			want: config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "100", runs: 1},
+			want: config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "100", gogcs: []string{"100"}, runs: 1, busy: []int{0}},
 		},
 		{
 			name:    "GOGC from the environment",
 			envGOGC: "400",
-			want:    config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "400", runs: 1},
+			want:    config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "400", gogcs: []string{"400"}, runs: 1, busy: []int{0}},
 		},
 		{
 			name:    "flag beats environment",
 			args:    []string{"-gogc", "off"},
 			envGOGC: "400",
-			want:    config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "off", runs: 1},
+			want:    config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "off", gogcs: []string{"off"}, runs: 1, busy: []int{0}},
 		},
 		{
 			name: "everything",
-			args: []string{"-mode", "idle, off", "-len", "5", "-readers", "1", "-chunk", "7", "-gogc", "OFF", "-runs", "3", "-json"},
-			want: config{modes: []mode{modeIdle, modeOff}, length: 5, readers: 1, chunk: 7, gogc: "off", runs: 3, json: true},
+			args: []string{"-mode", "idle, off", "-len", "5", "-readers", "1", "-chunk", "7", "-gogc", "OFF", "-runs", "3", "-json", "-busy", "100, 0,50"},
+			want: config{modes: []mode{modeIdle, modeOff}, length: 5, readers: 1, chunk: 7, gogc: "off", gogcs: []string{"off"}, runs: 3, json: true, busy: []int{100, 0, 50}},
+		},
+		{
+			name: "several GOGC",
+			args: []string{"-gogc", "100, OFF,400"},
+			want: config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "100", gogcs: []string{"100", "off", "400"}, runs: 1, busy: []int{0}},
 		},
 		{
 			name: "GOGC normalised",
 			args: []string{"-gogc", "0400"},
-			want: config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "400", runs: 1},
+			want: config{modes: allModes, length: defaultLen, readers: defaultReaders, chunk: defaultChunk, gogc: "400", gogcs: []string{"400"}, runs: 1, busy: []int{0}},
 		},
 		{
 			name: "readers up to the limit",
 			args: []string{"-readers", "84"},
-			want: config{modes: allModes, length: defaultLen, readers: 84, chunk: defaultChunk, gogc: "100", runs: 1},
+			want: config{modes: allModes, length: defaultLen, readers: 84, chunk: defaultChunk, gogc: "100", gogcs: []string{"100"}, runs: 1, busy: []int{0}},
 		},
 	}
 	for _, tt := range tests {
@@ -83,10 +88,17 @@ func TestParseConfigErrors(t *testing.T) {
 		{"mode twice", []string{"-mode", "off,off"}, "", "off given twice"},
 		{"bad gogc", []string{"-gogc", "fast"}, "", `-gogc "fast"`},
 		{"negative gogc", []string{"-gogc", "-5"}, "", `-gogc "-5"`},
+		{"bad gogc in a list", []string{"-gogc", "100,x"}, "", `-gogc "x"`},
+		{"gogc twice", []string{"-gogc", "100,off,0100"}, "", "100 given twice"},
 		{"bad GOGC in the environment", nil, "lots", "from $GOGC"},
 		{"not a number", []string{"-len", "lots"}, "", "invalid value"},
 		{"unknown flag", []string{"-fast"}, "", "-fast"},
 		{"argument", []string{"extra"}, "", `unexpected argument "extra"`},
+		{"busy not a number", []string{"-busy", "half"}, "", `-busy "half"`},
+		{"busy above one CPU", []string{"-busy", "0,150"}, "", "0 to 100"},
+		{"busy negative", []string{"-busy", "-10"}, "", "0 to 100"},
+		{"busy empty", []string{"-busy", ""}, "", `-busy ""`},
+		{"busy twice", []string{"-busy", "50,0,50"}, "", "50 given twice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +119,7 @@ func TestParseConfigHelp(t *testing.T) {
 	if !errors.Is(err, errHelp) {
 		t.Fatalf("got error %v, want errHelp", err)
 	}
-	for _, flag := range []string{"-mode", "-len", "-readers", "-chunk", "-gogc", "-runs", "-json"} {
+	for _, flag := range []string{"-mode", "-len", "-readers", "-chunk", "-gogc", "-runs", "-json", "-busy"} {
 		if !strings.Contains(usage.String(), flag) {
 			t.Errorf("usage does not mention %s:\n%s", flag, usage.String())
 		}

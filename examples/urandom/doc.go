@@ -51,12 +51,29 @@
 //		dups of the read end to multiplex (default 10)
 //	-chunk n
 //		bytes asked for by each read, in a fresh buffer (default 16384)
-//	-gogc value
-//		GOGC for the runs: a percentage or "off" (default: $GOGC, else 100)
+//	-gogc list
+//		GOGC for the runs: a percentage or "off" (default: $GOGC, else
+//		100); several, comma-separated, run every mode under each in
+//		turn, interleaved, with a table for each
 //	-runs n
 //		runs of each mode; the table shows medians (default 1)
 //	-json
 //		print one JSON object per run, one per line, instead of the table
+//	-busy list
+//		percentages of one CPU, comma-separated, that another process
+//		keeps busy during each run, to see the modes on a machine they
+//		do not have to themselves (default 0). The other process is this
+//		program started again, spinning for that share of every 10 ms
+//		and sleeping for the rest; it is started before each run and
+//		killed after it, and dies with this program. Every mode runs at
+//		every level, interleaved, with one table per level
+//
+// With more than one -gogc value or -busy level, a last table puts them
+// side by side: a row per GOGC and level, with the share of one CPU the
+// busy process actually took, every mode's peak RSS and wall time, and each
+// mode's ratios to off at the same GOGC and level. For example
+//
+//	go run ./examples/urandom -gogc 100,400 -busy 0,50,100 -runs 5
 //
 // The table has one row per mode: mode, GOGC, peak RSS (and its ratio to the
 // off mode's), wall time (and its ratio), CPU time (user and system, the
@@ -67,8 +84,9 @@
 // mode, gogc, peak_rss_bytes, wall_seconds, cpu_seconds, gc_cycles,
 // stepper_gc_cycles, idle_steps, bytes, digest_ok, and also
 // forced_gc_cycles (cycles started by runtime.GC), run, readers, chunk,
-// digest and,
-// for the loop modes, loop (the poller.Stats of the loop) and stepper (the
+// digest, busy_percent (the -busy level) and busy_share (the share of one
+// CPU the busy process actually took, less than asked when the machine is
+// busier still) and, for the loop modes, loop (the poller.Stats of the loop) and stepper (the
 // gcstep.Stats of the idle mode's runtime stepper). With -runs, the JSON
 // has one object per run and no medians.
 //
@@ -77,6 +95,7 @@
 // not a terminal.
 //
 // Bad input (-len or -chunk below 1, -readers below 1 or above what the
-// open-file limit allows, -runs below 1, an unknown mode or GOGC value) is
+// open-file limit allows, -runs below 1, an unknown mode or GOGC value, a
+// -busy level outside 0 to 100 or given twice) is
 // reported in one line before any work, with exit status 2.
 package main

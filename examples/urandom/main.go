@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/idlemux/idlemux/internal/cpuburn"
 )
 
 func main() {
@@ -14,6 +16,7 @@ func main() {
 // run is the whole command; it returns the exit status: 0 on success, 1 if
 // a run failed or lost bytes, 2 for bad input.
 func run(args []string, stdout, stderr io.Writer) int {
+	cpuburn.Main() // -busy starts this program as its burner: then it never returns
 	limit, err := fdLimit()
 	if err != nil {
 		fmt.Fprintf(stderr, "urandom: %v\n", err)

@@ -22,7 +22,8 @@ func median[T int64 | uint64 | float64](xs []T) T {
 }
 
 // summarize folds the runs of each mode into one result of medians, in the
-// order of modes; a mode without runs is left out. Each field's median is
+// order of modes; a mode without runs is left out. The runs are expected to
+// share one -busy level; BusyPercent is the first run's. Each field's median is
 // taken on its own, so a summary row need not be any single run. DigestOK
 // holds only if it held in every run, and Digest is kept only if every run
 // read the same bytes (never, from /dev/urandom, unless there was one run).
@@ -49,6 +50,7 @@ func summarize(results []result, modes []mode) []result {
 		s.IdleSteps = field(func(r result) uint64 { return r.IdleSteps })
 		s.WallSeconds = median(mapRuns(runs, func(r result) float64 { return r.WallSeconds }))
 		s.CPUSeconds = median(mapRuns(runs, func(r result) float64 { return r.CPUSeconds }))
+		s.BusyShare = median(mapRuns(runs, func(r result) float64 { return r.BusyShare }))
 		s.Bytes = median(mapRuns(runs, func(r result) int64 { return r.Bytes }))
 		for _, r := range runs {
 			s.DigestOK = s.DigestOK && r.DigestOK

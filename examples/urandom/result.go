@@ -28,6 +28,13 @@ type result struct {
 	Readers        int     `json:"readers"`
 	Chunk          int     `json:"chunk"`
 
+	// BusyPercent is the share of one CPU another process was asked to
+	// keep busy during the run (-busy), and BusyShare the share it
+	// actually took (its CPU time over its lifetime), which is less when
+	// the machine is busier still.
+	BusyPercent int     `json:"busy_percent"`
+	BusyShare   float64 `json:"busy_share"`
+
 	// Loop is the poller modes' account from the loop (zero-timeout and
 	// blocking polls, events, steps, system calls).
 	Loop *poller.Stats `json:"loop,omitempty"`

@@ -20,6 +20,10 @@ func writeTable(w io.Writer, c config, rows []result) error {
 	if c.runs > 1 {
 		fmt.Fprintf(&head, ", median of %d runs", c.runs)
 	}
+	if len(rows) > 0 && rows[0].BusyPercent > 0 {
+		fmt.Fprintf(&head, ", %d %% of one CPU kept busy by another process (it took %.0f %%)",
+			rows[0].BusyPercent, 100*rows[0].BusyShare)
+	}
 	if _, err := fmt.Fprintf(w, "%s\n\n", head.String()); err != nil {
 		return err
 	}
@@ -59,6 +63,66 @@ func writeTable(w io.Writer, c config, rows []result) error {
 		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%.2f s\t%s\t%.2f s\t%d\t%s\t%s\t%s\t%s\t\n",
 			width, r.Mode, r.GOGC, formatMiB(r.PeakRSSBytes), rssRatio, r.WallSeconds, wallRatio, r.CPUSeconds,
 			r.GCCycles, stepped, steps, formatCount(r.Bytes), digest)
+	}
+	return tw.Flush()
+}
+
+// writeConditions writes one row per GOGC and -busy level, from each
+// level's summaries: every mode's peak RSS and wall time, and each mode's
+// ratios to the off mode's at the same level. It is the table that shows
+// how a mode's advantage changes as CPU is taken away. note ends the
+// heading.
+func writeConditions(w io.Writer, c config, groups [][]result, note string) error {
+	runs := ""
+	if c.runs > 1 {
+		runs = fmt.Sprintf(", medians of %d runs", c.runs)
+	}
+	if _, err := fmt.Fprintf(w, "peak RSS and wall by GOGC and CPU taken away by another process (%% of one CPU: asked, taken); ratios to off at the same level%s%s\n\n",
+		runs, note); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "GOGC\tbusy\ttaken\t"
+	for _, m := range c.modes {
+		head += string(m) + " peak\twall\t"
+	}
+	for _, m := range c.modes {
+		if m != modeOff {
+			head += string(m) + "/off peak\twall\t"
+		}
+	}
+	fmt.Fprintln(tw, head)
+	for _, rows := range groups {
+		if len(rows) == 0 {
+			continue
+		}
+		byMode := map[mode]result{}
+		for _, r := range rows {
+			byMode[r.Mode] = r
+		}
+		first := rows[0]
+		fmt.Fprintf(tw, "%s\t%d %%\t%.0f %%\t", first.GOGC, first.BusyPercent, 100*first.BusyShare)
+		for _, m := range c.modes {
+			r, ok := byMode[m]
+			if !ok {
+				fmt.Fprint(tw, "-\t-\t")
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%.2f s\t", formatMiB(r.PeakRSSBytes), r.WallSeconds)
+		}
+		off, hasOff := byMode[modeOff]
+		for _, m := range c.modes {
+			if m == modeOff {
+				continue
+			}
+			r := byMode[m]
+			if !hasOff || off.PeakRSSBytes == 0 || off.WallSeconds == 0 {
+				fmt.Fprint(tw, "-\t-\t")
+				continue
+			}
+			fmt.Fprintf(tw, "%.2f\t%.2f\t", float64(r.PeakRSSBytes)/float64(off.PeakRSSBytes), r.WallSeconds/off.WallSeconds)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/idlemux/idlemux/gcstep"
 	"github.com/idlemux/idlemux/internal/rss"
 )
 
@@ -25,13 +26,17 @@ type Sample struct {
 	Gap  bool    `json:"gap,omitempty"`
 }
 
-// Percentiles summarises latencies, in nanoseconds.
+// Percentiles summarises latencies, in nanoseconds, by the nearest-rank
+// method: the p-th percentile of n values is the ceil(p/100·n)-th smallest,
+// always one of the values measured. With fewer than 1000 values p99.9 is
+// the maximum, and with fewer than 100 so is p99.
 type Percentiles struct {
-	N   int   `json:"n"`
-	P50 int64 `json:"p50_ns"`
-	P90 int64 `json:"p90_ns"`
-	P99 int64 `json:"p99_ns"`
-	Max int64 `json:"max_ns"`
+	N    int   `json:"n"`
+	P50  int64 `json:"p50_ns"`
+	P90  int64 `json:"p90_ns"`
+	P99  int64 `json:"p99_ns"`
+	P999 int64 `json:"p999_ns"`
+	Max  int64 `json:"max_ns"`
 }
 
 func percentilesOf(d []time.Duration) *Percentiles {
@@ -40,8 +45,14 @@ func percentilesOf(d []time.Duration) *Percentiles {
 	}
 	s := slices.Clone(d)
 	slices.Sort(s)
-	at := func(q float64) int64 { return int64(s[int(q*float64(len(s)-1))]) }
-	return &Percentiles{N: len(s), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: int64(s[len(s)-1])}
+	return &Percentiles{N: len(s), P50: nearestRank(s, 500), P90: nearestRank(s, 900),
+		P99: nearestRank(s, 990), P999: nearestRank(s, 999), Max: int64(s[len(s)-1])}
+}
+
+// nearestRank returns the perMille/10-th percentile of the sorted s.
+func nearestRank(s []time.Duration, perMille int) int64 {
+	rank := (perMille*len(s) + 999) / 1000 // ceil(perMille/1000 · n), in integers
+	return int64(s[max(rank, 1)-1])
 }
 
 // RunResult is one child's report, and one entry of results.json.
@@ -69,9 +80,37 @@ type RunResult struct {
 	IdleStepTime float64 `json:"idle_step_seconds"`
 	Syscalls     uint64  `json:"poller_syscalls"`
 
+	// Requests counts the requests served and HandlerSyscalls the system
+	// calls the workload's handlers made besides the poller's
+	// (request/response workloads only).
+	Requests        int64  `json:"requests,omitempty"`
+	HandlerSyscalls uint64 `json:"handler_syscalls,omitempty"`
+	// AfterBurstRSS[b][i] is the RSS read AfterBurstMS[i] milliseconds
+	// after burst b ended, 0 where the gap was too short to read it.
+	AfterBurstMS  []int      `json:"after_burst_ms,omitempty"`
+	AfterBurstRSS [][]uint64 `json:"after_burst_rss,omitempty"`
+
+	// BusyPercent is the share of one CPU another process was asked to
+	// keep busy during the run, BusyShare the share it actually took.
+	BusyPercent int     `json:"busy_percent,omitempty"`
+	BusyShare   float64 `json:"busy_share,omitempty"`
+
+	// Stepper is what the runtime policy's gcstep.Runtime reports at the
+	// end of the run; nil for the other policies.
+	Stepper *gcstep.Stats `json:"stepper,omitempty"`
+
 	LatencyKind string       `json:"latency_kind,omitempty"`
 	Latency     *Percentiles `json:"latency,omitempty"`
 	Samples     []Sample     `json:"samples"`
+}
+
+// Condition names what the run was measured under besides its policy: the
+// GC setting, and the busy core if there was one.
+func (r *RunResult) Condition() string {
+	if r.BusyPercent == 0 {
+		return r.GC.Name
+	}
+	return fmt.Sprintf("%s busy=%d%%", r.GC.Name, r.BusyPercent)
 }
 
 // sampler reads RSS and heap size periodically, and with a profile path
@@ -209,6 +248,10 @@ func runChild(spec ChildSpec) RunResult {
 	wr, err := w.run(st, spec.Quick, smp.mark)
 	res.Wall = time.Since(t0).Seconds()
 	res.Samples = smp.finish()
+	if rt, ok := st.(*gcstep.Runtime); ok {
+		s := rt.Stats()
+		res.Stepper = &s
+	}
 	closeStepper()
 	res.GCCycles = gcCycles() - c0
 	u1, s1 := cpuTimes()
@@ -223,6 +266,13 @@ func runChild(spec ChildSpec) RunResult {
 	res.OK, res.Check, res.Bytes = wr.OK, wr.Check, wr.Bytes
 	res.IdleSteps, res.IdleStepTime, res.Syscalls = wr.Loop.Steps, wr.Loop.StepTime.Seconds(), wr.Loop.Syscalls
 	res.LatencyKind, res.Latency = wr.LatencyKind, percentilesOf(wr.Latencies)
+	res.Requests, res.HandlerSyscalls = wr.Requests, wr.HandlerSyscalls
+	if wr.AfterBurst != nil {
+		for _, off := range AfterBurstOffsets {
+			res.AfterBurstMS = append(res.AfterBurstMS, int(off/time.Millisecond))
+		}
+		res.AfterBurstRSS = wr.AfterBurst
+	}
 	var gap []uint64
 	for _, s := range res.Samples {
 		if s.Gap {

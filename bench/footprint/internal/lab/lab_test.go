@@ -3,6 +3,8 @@ package lab
 import (
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestHandleMatchesExpectedSum(t *testing.T) {
@@ -22,8 +24,34 @@ func TestPercentiles(t *testing.T) {
 		d = append(d, time.Duration(i))
 	}
 	p := percentilesOf(d)
-	if p.N != 100 || p.P50 != 50 || p.P90 != 90 || p.P99 != 99 || p.Max != 100 {
-		t.Errorf("got %+v, want n=100 p50=50 p90=90 p99=99 max=100", *p)
+	if p.N != 100 || p.P50 != 50 || p.P90 != 90 || p.P99 != 99 || p.P999 != 100 || p.Max != 100 {
+		t.Errorf("got %+v, want n=100 p50=50 p90=90 p99=99 p99.9=100 max=100", *p)
+	}
+}
+
+// TestNearestRank pins the method: the ceil(p·n)-th smallest value, so a
+// percentile is always a value measured, and the maximum when there are too
+// few values to say more.
+func TestNearestRank(t *testing.T) {
+	seq := func(n int) []time.Duration {
+		s := make([]time.Duration, n)
+		for i := range s {
+			s[i] = time.Duration(i + 1)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		n, perMille int
+		want        int64
+	}{
+		{1, 500, 1}, {1, 999, 1},
+		{2, 500, 1}, // the lower of two, not the upper median
+		{10, 990, 10}, {10, 500, 5},
+		{200, 990, 198}, {200, 999, 200},
+		{1000, 999, 999}, {1000, 990, 990}, {1001, 999, 1000},
+		{4000, 999, 3996},
+	} {
+		assert.Equal(t, tc.want, nearestRank(seq(tc.n), tc.perMille), "n=%d p=%d‰", tc.n, tc.perMille)
 	}
 }
 

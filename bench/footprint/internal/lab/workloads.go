@@ -30,7 +30,11 @@ type Workload struct {
 	// FixedDuration is set for a workload that runs for a set time
 	// whatever the policy, so that its cost shows in CPU time, not wall.
 	FixedDuration bool
-	run           func(st gcstep.Stepper, quick bool, mark func(gap bool)) (workResult, error)
+	// RequestReply is set for a workload that serves requests in bursts:
+	// its table shows CPU time and system calls per request and RSS
+	// after each burst.
+	RequestReply bool
+	run          func(st gcstep.Stepper, quick bool, mark func(gap bool)) (workResult, error)
 }
 
 // workResult is what a workload reports besides what the sampler sees.
@@ -43,6 +47,13 @@ type workResult struct {
 	Latencies   []time.Duration
 	LatencyKind string
 	Loop        poller.Stats
+	// Requests counts requests served, HandlerSyscalls the system calls
+	// the handlers made (the loop's own are in Loop.Syscalls), and
+	// AfterBurst the RSS read at AfterBurstOffsets after each burst
+	// ended (0: not read); request/response workloads only.
+	Requests        int64
+	HandlerSyscalls uint64
+	AfterBurst      [][]uint64
 }
 
 // Workloads are the lab's experiments, in the order it runs them.
@@ -65,6 +76,17 @@ var Workloads = []Workload{
 		},
 		MemLimit: "32MiB",
 		run:      runBursty,
+	},
+	{
+		Name: "tcp",
+		About: func(quick bool) string {
+			c := tcpConfig(quick)
+			return fmt.Sprintf("request/response over TCP loopback, a client process with %d connections: %d bursts of %d requests per connection, each allocating %d KiB on the server, each burst followed by a %v idle gap",
+				c.conns, c.bursts, c.perBurst, c.garbage/1024, c.gap)
+		},
+		MemLimit:     "32MiB",
+		RequestReply: true,
+		run:          runTCP,
 	},
 	{
 		Name: "bigheap",
@@ -478,7 +500,7 @@ func bigheapConfig(quick bool) bigheap {
 	// The tick is a few step budgets long: the poller steps only while
 	// at least one budget is left before the next timer.
 	if quick {
-		return bigheap{live: 16 << 20, perTick: 64, tick: 4 * time.Millisecond, duration: time.Second}
+		return bigheap{live: 16 << 20, perTick: 64, tick: 4 * time.Millisecond, duration: 500 * time.Millisecond}
 	}
 	return bigheap{live: 64 << 20, perTick: 64, tick: 4 * time.Millisecond, duration: 5 * time.Second}
 }
