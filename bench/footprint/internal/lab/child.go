@@ -236,7 +236,7 @@ func runChild(spec ChildSpec) RunResult {
 		res.Error = fmt.Sprintf("unknown workload %q", spec.Workload)
 		return res
 	}
-	st, closeStepper, err := stepper(spec.Stepping)
+	st, closeStepper, err := stepper(spec.Stepping, w.Stream)
 	if err != nil {
 		res.Error = err.Error()
 		return res

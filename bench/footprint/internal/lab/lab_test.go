@@ -57,7 +57,7 @@ func TestNearestRank(t *testing.T) {
 
 func TestSteppers(t *testing.T) {
 	for _, name := range Steppings {
-		st, release, err := stepper(name)
+		st, release, err := stepper(name, false)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -66,7 +66,7 @@ func TestSteppers(t *testing.T) {
 		}
 		release()
 	}
-	if _, _, err := stepper("nope"); err == nil {
+	if _, _, err := stepper("nope", false); err == nil {
 		t.Error("unknown policy: want an error")
 	}
 }

@@ -46,8 +46,9 @@ var Steppings = []string{"off", "naive", "runtime"}
 //   - off: no stepper; the loop is a plain multiplexer.
 //   - naive: runtime.GC() at every idle moment, the obvious first try; it
 //     reports no more work, so the loop blocks after each cycle.
-//   - runtime: gcstep.NewRuntime with its defaults.
-func stepper(name string) (gcstep.Stepper, func(), error) {
+//   - runtime: gcstep.NewRuntime with its defaults, and WithStreams(true)
+//     for a stream workload (see Workload.Stream).
+func stepper(name string, stream bool) (gcstep.Stepper, func(), error) {
 	switch name {
 	case "off":
 		return nil, func() {}, nil
@@ -57,7 +58,7 @@ func stepper(name string) (gcstep.Stepper, func(), error) {
 			return false
 		}), func() {}, nil
 	case "runtime":
-		rt := gcstep.NewRuntime()
+		rt := gcstep.NewRuntime(gcstep.WithStreams(stream))
 		return rt, rt.Close, nil
 	}
 	return nil, nil, fmt.Errorf("unknown stepping policy %q", name)

@@ -34,7 +34,11 @@ type Workload struct {
 	// its table shows CPU time and system calls per request and RSS
 	// after each burst.
 	RequestReply bool
-	run          func(st gcstep.Stepper, quick bool, mark func(gap bool)) (workResult, error)
+	// Stream is set for a workload whose producer does not wait for the
+	// loop: the runtime policy gets gcstep.WithStreams(true) there, as
+	// the urandom demo does.
+	Stream bool
+	run    func(st gcstep.Stepper, quick bool, mark func(gap bool)) (workResult, error)
 }
 
 // workResult is what a workload reports besides what the sampler sees.
@@ -65,6 +69,7 @@ var Workloads = []Workload{
 				urandomLen(quick)/1_000_000, urandomReaders, urandomChunk/1024)
 		},
 		MemLimit: "8MiB",
+		Stream:   true,
 		run:      runURandom,
 	},
 	{
