@@ -61,7 +61,7 @@ func TestEMFILEChild(t *testing.T) {
 	port := srv.Addr().(*net.TCPAddr).Port
 	clients := make([]int, 3)
 	for i := range clients {
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
 		require.NoError(t, err)
 		defer unix.Close(fd)
 		tv := unix.NsecToTimeval(timeout.Nanoseconds())
