@@ -153,7 +153,10 @@ func (s *Server) dispatch(from *loop, fd int, sa unix.Sockaddr, ln *listener) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	prev := s.state
-	if prev == stateNew || prev == stateServing {
+	switch prev {
+	case stateNew:
+		s.state = stateClosed
+	case stateServing:
 		s.state = stateShuttingDown
 	}
 	s.mu.Unlock()
