@@ -65,8 +65,11 @@ func positive(what string, n int) {
 }
 
 // WithLoops sets how many loops serve connections; the default is
-// runtime.GOMAXPROCS(0), one per core the Go scheduler uses. It panics if
-// n is not positive.
+// runtime.GOMAXPROCS(0), one per core the Go scheduler uses. Each loop is
+// a thread that sleeps in the kernel when idle: with clients (or other
+// busy processes) on the same cores, fewer loops than cores can serve
+// more, with fewer context switches (see bench/README.md). It panics if n
+// is not positive.
 func WithLoops(n int) Option {
 	positive("loop count", n)
 	return func(c *config) { c.loops = n }
