@@ -77,6 +77,9 @@ func newServer(h Handler, cfg config, lns []*listener) (*Server, error) {
 		}
 		for _, l := range s.loops {
 			l.pl.Close()
+			if l.handle != nil {
+				l.handle.Close()
+			}
 		}
 		return nil, err
 	}

@@ -552,3 +552,25 @@ func TestLifecycle(t *testing.T) {
 	require.NoError(t, srv.Close())
 	assert.ErrorIs(t, srv.Shutdown(context.Background()), netloop.ErrServerClosed)
 }
+
+// TestLoopStepper: WithLoopStepper gives each loop its own stepper.
+func TestLoopStepper(t *testing.T) {
+	var steps [2]atomic.Int64
+	h := newLines(nil)
+	srv, addr := serve(t, h, netloop.WithLoops(2), netloop.WithLoopStepper(func(i int) gcstep.Stepper {
+		return gcstep.Func(func(time.Duration) bool {
+			steps[i].Add(1)
+			return false
+		})
+	}))
+	for range 4 {
+		c := dial(t, "tcp", addr)
+		_, err := c.Write([]byte("x\n"))
+		require.NoError(t, err)
+		assert.Equal(t, "X\n", readLine(t, bufio.NewReader(c)))
+	}
+	for i := range steps {
+		assert.NotZero(t, steps[i].Load(), "loop %d's stepper never stepped", i)
+		assert.Equal(t, srv.Stats().Loops[i].Steps, uint64(steps[i].Load()))
+	}
+}
