@@ -11,7 +11,7 @@ import (
 
 // Defaults of the options.
 const (
-	// DefaultWriteLimit is the unwritten output above which a connection
+	// DefaultWriteLimit is the unwritten output at which a connection
 	// stops being read. 256 KiB holds a burst of pipelined replies, and
 	// bounds what a peer that never reads costs the server.
 	DefaultWriteLimit = 256 << 10
@@ -123,7 +123,7 @@ func WithNoDelay(on bool) Option {
 	return func(c *config) { c.noDelay = on }
 }
 
-// WithWriteLimit sets the unwritten output above which a connection is no
+// WithWriteLimit sets the unwritten output at which a connection is no
 // longer read (DefaultWriteLimit). It panics if n is not positive.
 func WithWriteLimit(n int) Option {
 	positive("write limit", n)

@@ -2,6 +2,7 @@ package netloop_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -572,5 +573,53 @@ func TestLoopStepper(t *testing.T) {
 	for i := range steps {
 		assert.NotZero(t, steps[i].Load(), "loop %d's stepper never stepped", i)
 		assert.Equal(t, srv.Stats().Loops[i].Steps, uint64(steps[i].Load()))
+	}
+}
+
+// TestSlowReaderAppend: a handler that stops at the write limit itself,
+// as resp.Store.Serve does (through AppendOutput, whose slice holds just
+// the unwritten output), is offered the rest of the input as the output
+// drains: every reply arrives to a peer that reads slowly.
+func TestSlowReaderAppend(t *testing.T) {
+	const (
+		limit    = 64 << 10
+		requests = 300
+	)
+	// A reply the size of the limit leaves the output exactly at it.
+	for _, reply := range []int{10 << 10, limit} {
+		t.Run(fmt.Sprintf("reply=%d", reply), func(t *testing.T) {
+			h := netloop.HandlerFuncs{Data: func(c *netloop.Conn) {
+				var n int
+				c.AppendOutput(func(out []byte) []byte {
+					in := c.Peek()
+					for len(out) < limit {
+						i := bytes.IndexByte(in[n:], '\n')
+						if i < 0 {
+							break
+						}
+						n += i + 1
+						out = append(out, make([]byte, reply-1)...)
+						out = append(out, '\n')
+					}
+					return out
+				})
+				c.Discard(n)
+			}}
+			_, addr := serve(t, h, netloop.WithLoops(1), netloop.WithWriteLimit(limit))
+			c := dial(t, "tcp", addr)
+			_, err := c.Write([]byte(strings.Repeat("r\n", requests)))
+			require.NoError(t, err)
+			buf := make([]byte, 32<<10)
+			got := 0
+			for got < requests*reply {
+				n, err := c.Read(buf)
+				require.NoError(t, err, "after %d bytes", got)
+				got += n
+				if got%(256<<10) < n {
+					time.Sleep(time.Millisecond) // a slow reader
+				}
+			}
+			assert.Equal(t, requests*reply, got)
+		})
 	}
 }
