@@ -360,11 +360,16 @@ func TestSharedRuntime(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// Whether and where a cycle runs is the Runtime's policy; what the
+	// server owes it is steps from its loops' idle moments.
 	st := srv.Stats()
+	steps := uint64(0)
 	for i, ls := range st.Loops {
-		assert.NotZero(t, ls.Steps, "loop %d never stepped", i)
+		assert.NotZero(t, ls.Events, "loop %d served nothing", i)
+		steps += ls.Steps
 	}
-	assert.NotZero(t, rt.Stats().CyclesInline+rt.Stats().CyclesBackground, "no cycle from 100 MiB of garbage")
+	assert.NotZero(t, steps, "no loop stepped the Runtime")
+	assert.NotZero(t, rt.Stats().Steps)
 }
 
 // TestIdleTimeout: a connection that does nothing for its timeout is
@@ -549,7 +554,11 @@ func TestLifecycle(t *testing.T) {
 	srv, err = netloop.Listen("tcp", "127.0.0.1:0", newLines(nil), netloop.WithLoops(1))
 	require.NoError(t, err)
 	start(t, srv)
-	require.Eventually(t, func() bool { return srv.Serve() == netloop.ErrServerClosed }, timeout, time.Millisecond)
+	c := dial(t, "tcp", srv.Addr().String())
+	_, err = c.Write([]byte("up?\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "UP?\n", readLine(t, bufio.NewReader(c)), "serving")
+	assert.ErrorIs(t, srv.Serve(), netloop.ErrServerClosed, "a second Serve")
 	require.NoError(t, srv.Close())
 	assert.ErrorIs(t, srv.Shutdown(context.Background()), netloop.ErrServerClosed)
 }
