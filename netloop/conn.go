@@ -219,3 +219,17 @@ func (c *Conn) AsyncWrite(p []byte) error {
 	p = append([]byte(nil), p...)
 	return c.Post(func(c *Conn) { c.Write(p) })
 }
+
+// AfterFunc calls f(c) on the connection's loop once d has passed, unless
+// the connection has closed by then, and flushes what f writes: a delayed
+// reply, a heartbeat. The returned Timer's Stop cancels the call. It may
+// be called from any goroutine.
+func (c *Conn) AfterFunc(d time.Duration, f func(c *Conn)) *poller.Timer {
+	return c.l.pl.AfterFunc(d, func() {
+		if c.closed {
+			return
+		}
+		c.l.call(c, func() { f(c) })
+		c.l.flushDirty()
+	})
+}

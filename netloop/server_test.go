@@ -632,3 +632,29 @@ func TestSlowReaderAppend(t *testing.T) {
 		})
 	}
 }
+
+// TestAfterFunc: a reply written by a timer on the connection's loop
+// arrives; a timer of a closed connection does not run.
+func TestAfterFunc(t *testing.T) {
+	ran := make(chan string, 4)
+	h := newLines(func(c *netloop.Conn, line string) {
+		c.AfterFunc(20*time.Millisecond, func(c *netloop.Conn) {
+			ran <- line
+			c.WriteString("later " + line + "\n")
+		})
+		if line == "bye" {
+			c.Close()
+		}
+	})
+	_, addr := serve(t, h, netloop.WithLoops(1))
+	c := dial(t, "tcp", addr)
+	_, err := c.Write([]byte("x\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "later x\n", readLine(t, bufio.NewReader(c)))
+	assert.Equal(t, "x", <-ran)
+	_, err = c.Write([]byte("bye\n"))
+	require.NoError(t, err)
+	h.nextClose(t)
+	time.Sleep(50 * time.Millisecond)
+	assert.Empty(t, ran, "the timer of a closed connection ran")
+}
