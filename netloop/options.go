@@ -69,8 +69,7 @@ func positive(what string, n int) {
 // runtime.GOMAXPROCS(0), one per core the Go scheduler uses. Each loop is
 // a thread that sleeps in the kernel when idle: with clients (or other
 // busy processes) on the same cores, fewer loops than cores can serve
-// more, with fewer context switches (see bench/README.md). It panics if n
-// is not positive.
+// more, with fewer context switches. It panics if n is not positive.
 func WithLoops(n int) Option {
 	positive("loop count", n)
 	return func(c *config) { c.loops = n }
