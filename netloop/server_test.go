@@ -376,12 +376,12 @@ func TestSharedRuntime(t *testing.T) {
 // closed; one that keeps talking is not.
 func TestIdleTimeout(t *testing.T) {
 	h := newLines(nil)
-	_, addr := serve(t, h, netloop.WithLoops(1), netloop.WithIdleTimeout(100*time.Millisecond))
+	_, addr := serve(t, h, netloop.WithLoops(1), netloop.WithIdleTimeout(250*time.Millisecond))
 	quiet := dial(t, "tcp", addr)
 	chatty := dial(t, "tcp", addr)
 	r := bufio.NewReader(chatty)
 	start := time.Now()
-	for time.Since(start) < 300*time.Millisecond {
+	for time.Since(start) < 600*time.Millisecond {
 		_, err := chatty.Write([]byte("hi\n"))
 		require.NoError(t, err)
 		assert.Equal(t, "HI\n", readLine(t, r))
