@@ -1,0 +1,91 @@
+// Command kv is a Redis-protocol key-value server on package netloop:
+// PING, ECHO, SET, GET, DEL, DBSIZE, CONFIG GET, COMMAND and QUIT, inline
+// or multibulk, pipelined. It works with redis-cli and redis-benchmark:
+//
+//	go run ./examples/kv -loops 2 &
+//	redis-benchmark -p 6380 -t set,get -n 100000 -c 50 -q
+//
+// SIGINT or SIGTERM shut it down gracefully (connections finish writing
+// their replies, for up to five seconds) and it prints a one-line summary.
+// The command code is package resp's; this file is the server.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/idlemux/idlemux/examples/kv/resp"
+	"github.com/idlemux/idlemux/gcstep"
+	"github.com/idlemux/idlemux/netloop"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:6380", "`address` to listen on (host:port)")
+	loops := flag.Int("loops", runtime.GOMAXPROCS(0), "`number` of event loops")
+	stepper := flag.String("stepper", "on", "collect garbage while the loops are idle: on or off")
+	flag.Parse()
+	if (*stepper != "on" && *stepper != "off") || *loops < 1 || flag.NArg() > 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	var rt *gcstep.Runtime
+	if *stepper == "on" {
+		rt = gcstep.NewRuntime()
+	}
+	var store resp.Store
+	srv, err := netloop.Listen("tcp", *addr, netloop.HandlerFuncs{Data: func(c *netloop.Conn) {
+		var n int
+		var quit bool
+		c.AppendOutput(func(out []byte) []byte {
+			out, n, quit = store.Serve(out, c.Peek(), netloop.DefaultWriteLimit)
+			return out
+		})
+		c.Discard(n)
+		if quit {
+			c.Close()
+		}
+	}}, netloop.WithLoops(*loops), netloop.WithStepper(stepperOrNil(rt)),
+		netloop.WithAcceptErrorFunc(func(err error) { log.Print(err) }))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, unix.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			log.Printf("shutdown: %v", err)
+		}
+	}()
+	log.Printf("kv: serving on %v with %d loops, stepper %s", srv.Addr(), *loops, *stepper)
+	if err := srv.Serve(); err != nil {
+		log.Fatal(err)
+	}
+	st := srv.Stats()
+	summary := fmt.Sprintf("kv: %d connections, %d requests", st.Accepted, store.Commands())
+	if rt != nil {
+		gs := rt.Stats()
+		summary += fmt.Sprintf(", stepper: %d inline and %d background cycles, %d releases, %v stepping",
+			gs.CyclesInline, gs.CyclesBackground, gs.Releases, gs.StepTime.Round(time.Millisecond))
+	}
+	fmt.Println(summary)
+}
+
+// stepperOrNil keeps a nil *gcstep.Runtime from becoming a non-nil
+// interface holding nil.
+func stepperOrNil(rt *gcstep.Runtime) gcstep.Stepper {
+	if rt == nil {
+		return nil
+	}
+	return rt
+}
