@@ -25,6 +25,8 @@ type server struct {
 
 // servers are all the configurations, in the report's order.
 var servers = []server{
+	{Name: "netloop-step", Bin: "netloop", Args: []string{"-stepper=true"}},
+	{Name: "netloop", Bin: "netloop", Args: []string{"-stepper=false"}},
 	{Name: "gnet", Bin: "gnet"},
 	{Name: "nbio", Bin: "nbio"},
 	{Name: "net", Bin: "stdnet"},

@@ -35,7 +35,7 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.run, "run", "bursty", "experiments to run, comma-separated: bursty, idle, slow, pipeline")
-	flag.StringVar(&o.servers, "servers", "gnet,nbio,net", "servers to compare, comma-separated")
+	flag.StringVar(&o.servers, "servers", "netloop-step,netloop,gnet,nbio,net", "servers to compare, comma-separated")
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved rounds of every server")
 	flag.StringVar(&o.load, "load", "auto", "load generator: redis-benchmark, go, or auto (redis-benchmark if on PATH)")
 	flag.StringVar(&o.out, "out", "", "directory for results.json and rss.png (none: print only)")
@@ -57,7 +57,7 @@ func main() {
 	flag.DurationVar(&o.slow.Duration, "slow-time", 3*time.Second, "slow reader: how long it reads before hanging up")
 	flag.IntVar(&o.pipe.Requests, "pipe-n", 200000, "pipelined load: requests per test")
 	flag.IntVar(&o.pipe.Pipeline, "P", 16, "pipelined load: requests in flight per connection")
-	flag.StringVar(&o.pipeSrv, "pipe-servers", "gnet", "pipelined load: servers, each with 1 loop and with -loops")
+	flag.StringVar(&o.pipeSrv, "pipe-servers", "netloop-step", "pipelined load: servers, each with 1 loop and with -loops")
 	flag.IntVar(&o.pipeLoop, "loops", runtime.NumCPU(), "pipelined load: the many-loops count")
 	flag.Parse()
 	if err := run(o); err != nil {
