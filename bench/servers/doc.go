@@ -25,7 +25,8 @@
 //	slow      a client pipelines -slow-gets GETs of a -slow-value value and
 //	          reads the replies at -slow-rate for -slow-time: how far the
 //	          server's RSS grows
-//	pipeline  -P deep pipelined load against -pipe-servers with 1 loop and
+//	pipeline  -P deep pipelined load (-pipe-n requests per test, -pipe-d byte
+//	          values) against -pipe-servers with 1 loop and
 //	          with -loops loops
 //
 // Servers run interleaved: every round runs each server once, the order

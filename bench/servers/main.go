@@ -57,6 +57,7 @@ func main() {
 	flag.DurationVar(&o.slow.Duration, "slow-time", 3*time.Second, "slow reader: how long it reads before hanging up")
 	flag.IntVar(&o.pipe.Requests, "pipe-n", 200000, "pipelined load: requests per test")
 	flag.IntVar(&o.pipe.Pipeline, "P", 16, "pipelined load: requests in flight per connection")
+	flag.IntVar(&o.pipe.Size, "pipe-d", 128, "pipelined load: value size in bytes (small, so the loops' CPU is what limits)")
 	flag.StringVar(&o.pipeSrv, "pipe-servers", "netloop-step", "pipelined load: servers, each with 1 loop and with -loops")
 	flag.IntVar(&o.pipeLoop, "loops", runtime.NumCPU(), "pipelined load: the many-loops count")
 	flag.Parse()
@@ -83,7 +84,7 @@ func run(o options) error {
 	o.bursty.Load.Tests = []string{"set", "get"}
 	o.slow.Sample = o.bursty.Sample
 	o.pipe = loadParams{Tests: []string{"set", "get"}, Clients: o.bursty.Load.Clients, Requests: o.pipe.Requests,
-		Size: o.bursty.Load.Size, Keys: o.bursty.Load.Keys, Pipeline: o.pipe.Pipeline}
+		Size: o.pipe.Size, Keys: o.bursty.Load.Keys, Pipeline: o.pipe.Pipeline}
 	if o.rounds < 1 || o.bursty.Bursts < 1 {
 		return fmt.Errorf("-rounds %d, -bursts %d: want at least 1", o.rounds, o.bursty.Bursts)
 	}
@@ -153,6 +154,7 @@ func run(o options) error {
 					rep.Idle = append(rep.Idle, ir)
 				}
 			}
+			rep.Checks = append(rep.Checks, idleChecks(rep.Idle)...)
 		case "slow":
 			for r := range o.rounds {
 				for _, s := range rotate(srvs, r) {

@@ -187,3 +187,15 @@ func TestRotate(t *testing.T) {
 	assert.Equal(t, []int{1, 2, 3}, rotate(xs, 3))
 	assert.Equal(t, []int{1, 2, 3}, xs)
 }
+
+func TestIdleChecks(t *testing.T) {
+	cs := idleChecks([]idleResult{
+		{Server: "netloop-step", Round: 0, PerConn: 400}, {Server: "gnet", Round: 0, PerConn: 500},
+		{Server: "netloop", Round: 0, PerConn: 600},
+	})
+	require.Len(t, cs, 2)
+	assert.InDelta(t, 0.8, cs[0].Ratio, 1e-9)
+	assert.True(t, cs[0].OK)
+	assert.InDelta(t, 1.2, cs[1].Ratio, 1e-9)
+	assert.False(t, cs[1].OK)
+}

@@ -298,3 +298,24 @@ func pipelineChecks(rs []pipeResult) []check {
 	}
 	return out
 }
+
+// idleChecks compares what an idle connection costs on each netloop
+// configuration with what it costs on gnet, round by round.
+func idleChecks(rs []idleResult) []check {
+	var out []check
+	for _, name := range []string{"netloop-step", "netloop"} {
+		var ratios []float64
+		for _, me := range rs {
+			for _, g := range rs {
+				if me.Server == name && g.Server == "gnet" && me.Round == g.Round && g.PerConn > 0 {
+					ratios = append(ratios, me.PerConn/g.PerConn)
+				}
+			}
+		}
+		if len(ratios) > 0 {
+			m := median(ratios)
+			out = append(out, check{What: name + " bytes per idle connection / gnet's", Ratio: m, Bound: "<= 1.00", OK: m <= 1, Rounds: len(ratios)})
+		}
+	}
+	return out
+}
