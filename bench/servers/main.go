@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -23,6 +24,7 @@ type options struct {
 	out      string
 	chart    string
 	smoke    bool
+	merge    string
 	bursty   burstyParams
 	idle     int
 	settle   time.Duration
@@ -40,6 +42,7 @@ func main() {
 	flag.StringVar(&o.load, "load", "auto", "load generator: redis-benchmark, go, or auto (redis-benchmark if on PATH)")
 	flag.StringVar(&o.out, "out", "", "directory for results.json and rss.png (none: print only)")
 	flag.StringVar(&o.chart, "chart", "", "where to write the RSS chart (default OUT/rss.png)")
+	flag.StringVar(&o.merge, "merge", "", "run nothing: merge these results.json files (comma-separated) as rounds of one run, print and write them")
 	flag.BoolVar(&o.smoke, "smoke", false, "a few seconds of everything at small sizes with the Go load generator, one round (for CI)")
 	flag.IntVar(&o.bursty.Bursts, "bursts", 4, "bursts per session")
 	flag.IntVar(&o.bursty.Load.Requests, "n", 10000, "requests per test (SET, GET) per burst")
@@ -78,6 +81,17 @@ func applySmoke(o *options) {
 }
 
 func run(o options) error {
+	if o.merge != "" {
+		rep, err := mergeReports(strings.Split(o.merge, ","))
+		if err != nil {
+			return err
+		}
+		printAll(rep)
+		if o.out != "" {
+			return writeResults(o, rep)
+		}
+		return nil
+	}
 	if o.smoke {
 		applySmoke(&o)
 	}
@@ -196,11 +210,7 @@ func run(o options) error {
 			return fmt.Errorf("unknown experiment %q (want bursty, idle, slow or pipeline)", exp)
 		}
 	}
-	printBursty(os.Stdout, rep)
-	printIdle(os.Stdout, rep)
-	printSlow(os.Stdout, rep)
-	printPipeline(os.Stdout, rep)
-	printChecks(os.Stdout, rep.Checks)
+	printAll(rep)
 	if o.out != "" {
 		if err := writeResults(o, rep); err != nil {
 			errs = append(errs, err)
@@ -260,4 +270,79 @@ func rotate[T any](xs []T, r int) []T {
 	}
 	r %= len(xs)
 	return slices.Concat(xs[r:], xs[:r])
+}
+
+// printAll prints every table the report has, then the checks.
+func printAll(rep *report) {
+	printBursty(os.Stdout, rep)
+	printIdle(os.Stdout, rep)
+	printSlow(os.Stdout, rep)
+	printPipeline(os.Stdout, rep)
+	printChecks(os.Stdout, rep.Checks)
+}
+
+// mergeReports reads earlier results.json files and joins them into one
+// report whose rounds are all of theirs, renumbered in file order, with
+// the medians and checks taken again over all of them. The parameters and
+// servers are the first file's; files measured with other parameters are
+// refused.
+func mergeReports(paths []string) (*report, error) {
+	var out *report
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		var r report
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if out == nil {
+			out = &report{Load: r.Load, Bursty: r.Bursty, ServerSet: r.ServerSet, IdleSkip: r.IdleSkip}
+		} else if r.Load != out.Load || !reflect.DeepEqual(r.Bursty, out.Bursty) {
+			return nil, fmt.Errorf("%s: measured with other parameters than %s", p, paths[0])
+		}
+		out.Command = strings.TrimSpace(out.Command + "; " + r.Command)
+		base := 1 + maxRound(out)
+		for _, s := range r.Sessions {
+			s.Round += base
+			out.Sessions = append(out.Sessions, s)
+		}
+		for _, x := range r.Idle {
+			x.Round += base
+			out.Idle = append(out.Idle, x)
+		}
+		for _, x := range r.Slow {
+			x.Round += base
+			out.Slow = append(out.Slow, x)
+		}
+		for _, x := range r.Pipeline {
+			x.Round += base
+			out.Pipeline = append(out.Pipeline, x)
+		}
+	}
+	if out == nil {
+		return nil, errors.New("-merge: no files")
+	}
+	out.Summary = summarizeSessions(out.Sessions, out.ServerSet)
+	out.Checks = slices.Concat(burstyChecks(out.Sessions), idleChecks(out.Idle), pipelineChecks(out.Pipeline))
+	return out, nil
+}
+
+// maxRound is the highest round number in rep, -1 if it has none.
+func maxRound(rep *report) int {
+	m := -1
+	for _, s := range rep.Sessions {
+		m = max(m, s.Round)
+	}
+	for _, x := range rep.Idle {
+		m = max(m, x.Round)
+	}
+	for _, x := range rep.Slow {
+		m = max(m, x.Round)
+	}
+	for _, x := range rep.Pipeline {
+		m = max(m, x.Round)
+	}
+	return m
 }
