@@ -208,7 +208,9 @@ func (l *loop) read(c *Conn) {
 	}
 	l.c.reads.Add(1)
 	l.c.bytesRead.Add(uint64(n))
-	c.lastSeen = now()
+	if c.idle > 0 {
+		c.lastSeen = now()
+	}
 	if c.in == nil && len(c.data) == 0 {
 		c.data = l.buf[:n]
 	} else {
@@ -291,7 +293,9 @@ func (l *loop) flush(c *Conn) {
 		l.c.writes.Add(1)
 		l.c.bytesWritten.Add(uint64(n))
 		c.outR += n
-		c.lastSeen = now()
+		if c.idle > 0 {
+			c.lastSeen = now()
+		}
 	}
 	pending := c.Pending()
 	switch {

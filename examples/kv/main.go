@@ -31,6 +31,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:6380", "`address` to listen on (host:port)")
 	loops := flag.Int("loops", runtime.GOMAXPROCS(0), "`number` of event loops")
 	stepper := flag.String("stepper", "on", "collect garbage while the loops are idle: on or off")
+	reusePort := flag.Bool("reuseport", false, "one listening socket per loop (SO_REUSEPORT) instead of one shared")
 	flag.Parse()
 	if (*stepper != "on" && *stepper != "off") || *loops < 1 || flag.NArg() > 0 {
 		flag.Usage()
@@ -52,7 +53,7 @@ func main() {
 		if quit {
 			c.Close()
 		}
-	}}, netloop.WithLoops(*loops), netloop.WithStepper(stepperOrNil(rt)),
+	}}, netloop.WithLoops(*loops), netloop.WithStepper(stepperOrNil(rt)), netloop.WithReusePort(*reusePort),
 		netloop.WithAcceptErrorFunc(func(err error) { log.Print(err) }))
 	if err != nil {
 		log.Fatal(err)

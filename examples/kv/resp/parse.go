@@ -21,7 +21,7 @@ const (
 
 // ErrProtocol is wrapped by every error Parse returns: the input is not
 // RESP, and the connection should be answered with the error and closed.
-var ErrProtocol = errors.New("Protocol error")
+var ErrProtocol = errors.New("resp: protocol error")
 
 // Parse reads one command from the start of b, inline ("SET k v\r\n") or
 // multibulk ("*3\r\n$3\r\nSET\r\n..."). It appends the arguments, as

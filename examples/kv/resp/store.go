@@ -113,7 +113,8 @@ func (s *Store) Serve(dst, in []byte, limit int) (out []byte, n int, quit bool) 
 		var err error
 		args, k, err = Parse(in[n:], args)
 		if err != nil {
-			dst = AppendError(dst, "ERR "+err.Error())
+			// Redis's wording: "ERR Protocol error: ...".
+			dst = AppendError(dst, "ERR Protocol error"+strings.TrimPrefix(err.Error(), ErrProtocol.Error()))
 			quit = true
 			break
 		}
