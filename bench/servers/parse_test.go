@@ -2,6 +2,10 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -198,4 +202,36 @@ func TestIdleChecks(t *testing.T) {
 	assert.True(t, cs[0].OK)
 	assert.InDelta(t, 1.2, cs[1].Ratio, 1e-9)
 	assert.False(t, cs[1].OK)
+}
+
+func TestMergeReports(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, r report) string {
+		b, err := json.Marshal(r)
+		require.NoError(t, err)
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+		return p
+	}
+	params := burstyParams{Bursts: 2, Load: loadParams{Requests: 10}}
+	names := []string{"netloop-step", "gnet", "nbio"}
+	one := func(round int, rps float64) []session {
+		return []session{{Server: "netloop-step", Round: round, RPS: rps}, {Server: "gnet", Round: round, RPS: 100}, {Server: "nbio", Round: round, RPS: 50}}
+	}
+	a := write("a.json", report{Load: "go", Bursty: params, ServerSet: names, Sessions: slices.Concat(one(0, 90), one(1, 80))})
+	b := write("b.json", report{Load: "go", Bursty: params, ServerSet: names, Sessions: one(0, 120)})
+
+	rep, err := mergeReports([]string{a, b})
+	require.NoError(t, err)
+	require.Len(t, rep.Sessions, 9)
+	assert.Equal(t, 2, rep.Sessions[8].Round, "b's round 0 follows a's rounds 0 and 1")
+	require.NotEmpty(t, rep.Summary)
+	assert.Equal(t, 3, rep.Summary[0].Rounds)
+	assert.Equal(t, 90.0, rep.Summary[0].RPS)
+	require.NotEmpty(t, rep.Checks)
+	assert.InDelta(t, 0.9, rep.Checks[0].Ratio, 1e-9) // ratios 0.9, 0.8, 1.2
+
+	other := write("c.json", report{Load: "go", Bursty: burstyParams{Bursts: 3}, ServerSet: names, Sessions: one(0, 1)})
+	_, err = mergeReports([]string{a, other})
+	require.Error(t, err, "other parameters")
 }
