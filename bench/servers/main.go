@@ -302,7 +302,10 @@ func mergeReports(paths []string) (*report, error) {
 		} else if r.Load != out.Load || !reflect.DeepEqual(r.Bursty, out.Bursty) {
 			return nil, fmt.Errorf("%s: measured with other parameters than %s", p, paths[0])
 		}
-		out.Command = strings.TrimSpace(out.Command + "; " + r.Command)
+		if out.Command != "" {
+			out.Command += "; "
+		}
+		out.Command += r.Command
 		base := 1 + maxRound(out)
 		for _, s := range r.Sessions {
 			s.Round += base
