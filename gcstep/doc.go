@@ -2,38 +2,49 @@
 // caller is idle.
 //
 // The Stepper interface is the contract the multiplexer in package poller
-// calls at every idle moment: one bounded unit of work, and an honest answer
-// to "would calling again now do anything?". Steppers compose with Chain and
-// adapt plain functions with Func.
+// calls at idle moments: one bounded unit of work, and an honest answer to
+// "would calling again now do anything?". Steppers compose with Chain and
+// adapt plain functions with Func. A Stepper may also say when deferred
+// work falls due (Deferred), and learn from the loop that calls it how
+// idle it really is (IdleObserver, LoopObserver).
 //
-// NewRuntime returns the Stepper over Go's own collector. Go has no API for
-// part of a cycle (Ruby's rb_gc_step finished the cycle in progress), so
-// the Runtime stepper is a policy: at each idle moment it decides, from a
-// few runtime/metrics samples, whether a whole cycle pays for itself now,
-// and whether to run it inline, start it in the background or leave it to
-// the runtime's pacer. The rules, their defaults and the measurements
-// behind them are documented on Runtime and on each Option.
+// NewRuntime returns the Stepper over Go's own collector. Go has no API
+// for part of a cycle, so the Runtime is a policy: it tells a lull
+// between events from idleness, runs a cycle inline only where the loop's
+// own gaps cover it, and empties the gap once the loops have been quiet
+// for a moment, giving memory back to the operating system. Several event
+// loops share one Runtime through a Loop handle each. The design and the
+// measurements behind every default are in doc/policy.md.
 //
-// A typical event loop:
+// A typical event loop (package poller's Loop does all of this):
 //
 //	rt := gcstep.NewRuntime()
 //	for {
-//		n := poll(fds, 0) // zero timeout: never blocks
-//		for n == 0 && rt.Step(time.Millisecond) {
-//			n = poll(fds, 0)
+//		n := 0
+//		if rt.Lull() { // a step could do something now
+//			n = poll(fds, 0) // zero timeout: never blocks
+//			for n == 0 {
+//				start := time.Now()
+//				more := rt.Step(time.Millisecond)
+//				n = poll(fds, 0)
+//				rt.Stepped(time.Since(start), n > 0)
+//				if !more {
+//					break
+//				}
+//			}
 //		}
 //		if n == 0 {
-//			// Nothing ready, nothing to collect: block, but no longer
-//			// than until the slow tier's release falls due.
+//			// Block, but no longer than until the gap falls due to
+//			// be emptied.
 //			timeout := time.Duration(-1)
 //			if d, ok := rt.NextStep(); ok {
 //				timeout = d
 //			}
 //			start := time.Now()
 //			n = poll(fds, timeout)
-//			rt.Idled(time.Since(start)) // the CPU cap is earned from idle time
+//			rt.Waited(time.Since(start), n > 0)
 //			if n == 0 {
-//				rt.Step(time.Millisecond) // the release
+//				rt.Step(time.Millisecond) // empty the gap
 //			}
 //		}
 //		// handle the ready fds

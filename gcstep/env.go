@@ -15,6 +15,22 @@ type reading struct {
 	live     uint64 // /gc/heap/live:bytes, heap marked live by the last cycle
 	goal     uint64 // /gc/heap/goal:bytes, where the runtime starts its own cycle
 	released uint64 // /memory/classes/heap/released:bytes, returned to the OS
+	// objects is /memory/classes/heap/objects:bytes: live objects, the
+	// garbage made since the last cycle, and garbage not yet swept.
+	objects uint64
+	gogc    int // /gc/gogc:percent, -1 for off
+}
+
+// A window is what happened to GOGC while a step had it lowered to start
+// a cycle (see inliner). The program may call debug.SetGCPercent at any
+// moment from another goroutine; a call that lands inside the window
+// returns the step's value, not the program's, and a program that saves
+// and restores would later put that value back.
+type window struct {
+	before int  // the program's GOGC when the window opened
+	kept   bool // the program set its own GOGC inside the window, and it was kept
+	set    int  // if kept: the value the program set
+	read   int  // if kept: the value its call returned (the step's, not its own)
 }
 
 // env is the seam between the policy and the world: the clock, the heap
@@ -22,37 +38,46 @@ type reading struct {
 // real runtime; the unit tests fill it with fakes, so every rule can be
 // checked deterministically and without timing anything.
 type env struct {
-	now   func() time.Duration       // monotonic time since an arbitrary origin
-	read  func(*reading)             // the heap now
-	gc    func(budget time.Duration) // a whole cycle, inline (see inliner)
-	nudge func(done func()) int      // lower the pacer so a cycle starts; see nudgePacer
+	now  func() time.Duration              // monotonic time since an arbitrary origin
+	read func(*reading)                    // the heap now
+	gc   func(budget time.Duration) window // a whole cycle, inline (see inliner)
+	// start starts a cycle for the runtime to run concurrently and
+	// returns at once, GOGC restored (see inliner.start); started is
+	// false if the runtime would not start one now.
+	start func(budget time.Duration) (w window, started bool)
 	// gcCPU is the CPU time the collector has used so far, except
 	// marking on otherwise idle Ps, which costs the program nothing.
 	gcCPU func() time.Duration
-	// setGCPercent is debug.SetGCPercent, used to undo a nudge.
+	// setGCPercent is debug.SetGCPercent, used to repair GOGC.
 	setGCPercent func(int) int
 	release      func() // return memory to the OS (debug.FreeOSMemory)
+	// spawn runs f on a goroutine of its own: the release, which must
+	// not hold the loop. The fake environment runs it when told.
+	spawn func(f func())
 }
 
 // realEnv is the environment over the Go runtime.
 func realEnv() env {
 	m := newMetricsReader()
+	in := newInliner()
 	origin := time.Now()
 	return env{
 		now:          func() time.Duration { return time.Since(origin) },
 		read:         m.read,
-		gc:           newInliner().cycle,
-		nudge:        nudgePacer,
+		gc:           in.cycle,
+		start:        in.start,
 		gcCPU:        newCPUReader().read,
 		setGCPercent: debug.SetGCPercent,
 		release:      debug.FreeOSMemory,
+		spawn:        func(f func()) { go f() },
 	}
 }
 
-// metricsReader reads the five samples the policy uses into a slice it
+// metricsReader reads the seven samples the policy uses into a slice it
 // keeps, so a read allocates nothing. metrics.Read costs grow with the
 // number and kind of samples asked for (the heap counters need the per-P
-// statistics aggregated), so it asks for these five and nothing else.
+// statistics aggregated, once for all of them), so it asks for these and
+// nothing else.
 // Not safe for concurrent use; Runtime serialises it.
 type metricsReader struct {
 	s []metrics.Sample
@@ -65,6 +90,8 @@ func newMetricsReader() *metricsReader {
 		{Name: "/gc/heap/live:bytes"},
 		{Name: "/gc/heap/goal:bytes"},
 		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/gc/gogc:percent"},
 	}}
 }
 
@@ -75,6 +102,8 @@ func (m *metricsReader) read(r *reading) {
 	r.live = m.s[2].Value.Uint64()
 	r.goal = m.s[3].Value.Uint64()
 	r.released = m.s[4].Value.Uint64()
+	r.objects = m.s[5].Value.Uint64()
+	r.gogc = int(int64(m.s[6].Value.Uint64())) // off reads as -1 in two's complement
 }
 
 // cpuReader reads the collector's CPU time. It is read only when a
@@ -94,29 +123,6 @@ func (c *cpuReader) read() time.Duration {
 	metrics.Read(c.s)
 	busy := c.s[0].Value.Float64() - c.s[1].Value.Float64()
 	return time.Duration(busy * float64(time.Second))
-}
-
-// nudgeSentinel is allocated on the heap so that its cleanup runs after the
-// first cycle that finds it unreachable.
-type nudgeSentinel struct{ _ [16]byte }
-
-// nudgePacer starts a collection without stalling the caller: it lowers
-// GOGC to 1 % so that the runtime's own trigger fires at the next heap
-// allocation, and the cycle then runs concurrently like any automatic one
-// (background mark workers, lazy sweeping). It returns the previous GOGC so
-// the caller can restore it, and arranges for done to be called after that
-// cycle completes (from the runtime's cleanup goroutine).
-//
-// Why not `go runtime.GC()`: the goroutine waits for a P, then blocks on
-// the whole cycle and sweeps every span itself; measured on the urandom
-// demo its cycles finished too late to lower the peak at all.
-// Why not debug.SetMemoryLimit: a low limit also makes the allocator and
-// the scavenger return memory to the OS, which the program then faults
-// back in.
-func nudgePacer(done func()) int {
-	s := new(nudgeSentinel)
-	runtime.AddCleanup(s, func(f func()) { f() }, done)
-	return debug.SetGCPercent(1)
 }
 
 // inliner runs one whole cycle for a step, inline: it starts the cycle and
@@ -157,8 +163,8 @@ func nudgePacer(done func()) int {
 // started all the same (a runtime that paces its trigger differently),
 // runtime.GC runs, so a step that decided to collect always collects.
 type inliner struct {
-	kick []byte           // the trigger allocation, kept here so that it escapes to the heap
-	s    []metrics.Sample // completed cycles, heap goal, live heap
+	buf []byte           // the trigger allocation, kept here so that it escapes to the heap
+	s   []metrics.Sample // completed cycles, heap goal, live heap
 }
 
 func newInliner() *inliner {
@@ -180,30 +186,69 @@ const (
 
 // cycle runs the cycle. It yields to the background sweeper for at most
 // half of budget.
-func (in *inliner) cycle(budget time.Duration) {
+func (in *inliner) cycle(budget time.Duration) window {
+	metrics.Read(in.s)
+	before := in.s[0].Value.Uint64()
+	w, started := in.kick(budget, true)
+	if !started {
+		metrics.Read(in.s)
+		if in.s[0].Value.Uint64() == before {
+			runtime.GC()
+		}
+	}
+	return w
+}
+
+// start starts a cycle and returns as soon as it runs, GOGC restored: the
+// runtime marks concurrently, pacing its assists by the program's own GOGC,
+// so the program's allocations pay no more than they would in any cycle.
+// Holding GOGC at 1 % for the whole cycle, as an earlier version did, made
+// every allocation during the mark phase pay assists as if the heap were
+// far over its goal. It yields to the sweeper for at most half of budget
+// and reports false if no cycle could start.
+func (in *inliner) start(budget time.Duration) (window, bool) {
+	return in.kick(budget, false)
+}
+
+// kick opens the window: GOGC to 1 %, the trigger allocation, then, with
+// wait, debug.SetGCPercent(-1) until the mark phase is over, and GOGC
+// restored. It reports whether a cycle started or completed.
+func (in *inliner) kick(budget time.Duration, wait bool) (w window, started bool) {
 	start := time.Now()
 	metrics.Read(in.s)
 	before := in.s[0].Value.Uint64()
 	for {
 		prev := debug.SetGCPercent(nudgedGOGC)
+		if !w.kept {
+			w.before = prev
+		}
 		metrics.Read(in.s)
 		goal, live := in.s[1].Value.Uint64(), in.s[2].Value.Uint64()
-		if goal > live+live/50+sweepSlack && time.Since(start) < budget/2 {
-			restoreGOGC(debug.SetGCPercent, prev)
+		if goal > live+live/50+sweepSlack {
+			w.close(debug.SetGCPercent(w.before), nudgedGOGC)
+			if time.Since(start) >= budget/2 {
+				return w, false
+			}
 			runtime.Gosched()
 			continue
 		}
-		in.kick = make([]byte, kickSize)
-		in.kick = nil
-		prev2 := debug.SetGCPercent(-1) // returns once the mark phase is over
-		if prev2 != nudgedGOGC {
-			prev = prev2 // the program set its own GOGC meanwhile: keep it
+		in.buf = make([]byte, kickSize)
+		in.buf = nil
+		if wait {
+			// Returns once the mark phase is over.
+			w.close(debug.SetGCPercent(-1), nudgedGOGC)
+			w.close(debug.SetGCPercent(w.before), -1)
+		} else {
+			w.close(debug.SetGCPercent(w.before), nudgedGOGC)
 		}
-		debug.SetGCPercent(prev)
 		break
 	}
-	metrics.Read(in.s)
-	if in.s[0].Value.Uint64() == before {
-		runtime.GC()
+	if w.kept {
+		debug.SetGCPercent(w.set) // the program's own value stays
 	}
+	if wait {
+		metrics.Read(in.s)
+		return w, in.s[0].Value.Uint64() != before
+	}
+	return w, true
 }

@@ -6,6 +6,9 @@ import (
 	"runtime/metrics"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // These tests run against the real runtime. They assert what the policy
@@ -108,20 +111,60 @@ func TestRuntimeReleasesMemoryWhenIdle(t *testing.T) {
 	garbage(8 << 20)
 	rt.Step(time.Millisecond)
 	d, armed := rt.NextStep()
-	if !armed {
-		t.Fatal("NextStep: no release armed after 8 MiB of garbage")
-	}
+	require.True(t, armed, "NextStep: no release armed after 8 MiB of garbage")
 	// What an event loop does: sleep until NextStep says, then step.
 	// Garbage made meanwhile (by the test framework) starts the stretch
-	// again, so try a few times.
-	for i := 0; rt.Stats().Releases == 0 && i < 100; i++ {
+	// again, so try a few times. The release runs on a goroutine of its
+	// own: the step that starts it returns at once.
+	for i := 0; rt.Stats().QuietPeriods == 0 && i < 100; i++ {
 		time.Sleep(d)
 		rt.Step(time.Millisecond)
 		if d, armed = rt.NextStep(); !armed {
 			break
 		}
 	}
-	equal(t, "releases", rt.Stats().Releases, 1)
+	require.EqualValues(t, 1, rt.Stats().QuietPeriods)
+	require.Eventually(t, func() bool { return rt.Stats().Releases == 1 }, 10*time.Second, time.Millisecond)
+	assert.Positive(t, rt.Stats().ReleaseTime)
+}
+
+// The reproduction of issue 11: garbage made after a cycle the runtime ran
+// and before the next step used to be invisible, and no cycle ran.
+func TestRuntimeCountsGarbageAfterTheRuntimesCycle(t *testing.T) {
+	rt := NewRuntime()
+	defer rt.Close()
+	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	garbage(64 << 20)
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		rt.Step(5 * time.Millisecond)
+		if s := rt.Stats(); s.CyclesInline+s.CyclesBackground > 0 {
+			break
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	s := rt.Stats()
+	require.Positive(t, s.CyclesInline+s.CyclesBackground, "no cycle for 64 MiB of garbage: %+v", s)
+	assert.GreaterOrEqual(t, s.LastAllocatedBetween, uint64(60<<20), "garbage counted")
+}
+
+func TestRuntimeStartsABackgroundCycleAndRestoresGOGCAtOnce(t *testing.T) {
+	for _, percent := range []int{-1, 150} {
+		old := debug.SetGCPercent(percent)
+		in := newInliner()
+		in.cycle(100 * time.Millisecond) // a known state
+		cycles := gcCycles()
+		garbage(2 << 20)
+		w, started := in.start(100 * time.Millisecond)
+		now := gogc()
+		require.Eventually(t, func() bool { return gcCycles() > cycles }, 10*time.Second, time.Millisecond)
+		debug.SetGCPercent(old)
+		assert.True(t, started)
+		assert.False(t, w.kept)
+		assert.Equal(t, percent, w.before)
+		assert.EqualValues(t, percent, now, "GOGC right after the start")
+	}
 }
 
 func TestRuntimeInlineCycleRestoresGOGC(t *testing.T) {

@@ -2,9 +2,12 @@ package gcstep
 
 import (
 	"math"
-	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 const (
@@ -28,15 +31,13 @@ func TestIdleProgramRunsNoCycle(t *testing.T) {
 	w, rt := newTest(t)
 	for i := range 1_000_000 {
 		w.t += time.Microsecond
-		if rt.Step(ms) {
-			t.Fatalf("step %d: more = true with nothing to do", i)
-		}
+		require.False(t, rt.Step(ms), "step %d: more = true with nothing to do", i)
 	}
-	equal(t, "steps", rt.Stats().Steps, 1_000_000)
-	equal(t, "inline cycles", w.gcs, 0)
-	equal(t, "background cycles", w.nudges, 0)
+	assert.EqualValues(t, 1_000_000, rt.Stats().Steps)
+	assert.Zero(t, w.gcs, "inline cycles")
+	assert.Zero(t, w.starts, "background cycles")
 	_, armed := rt.NextStep()
-	equal(t, "release armed", armed, false)
+	assert.False(t, armed, "release armed")
 }
 
 func TestCollectsOnceAllocatedEnough(t *testing.T) {
@@ -59,7 +60,7 @@ func TestCollectsOnceAllocatedEnough(t *testing.T) {
 			w.alloc(tt.alloc)
 			w.gcCost = 0
 			rt.Step(time.Second) // the model fits a second even at 64 MiB
-			equal(t, "inline cycles", w.gcs, tt.want)
+			assert.Equal(t, tt.want, w.gcs, "inline cycles")
 		})
 	}
 }
@@ -67,47 +68,78 @@ func TestCollectsOnceAllocatedEnough(t *testing.T) {
 func TestRearmsOnlyAfterAllocation(t *testing.T) {
 	w, rt := newTest(t)
 	w.alloc(2 * mib)
-	equal(t, "more after the cycle", rt.Step(ms), false)
-	mustEqual(t, "inline cycles", w.gcs, 1)
+	assert.False(t, rt.Step(ms), "more after the cycle")
+	require.Equal(t, 1, w.gcs, "inline cycles")
 	for range 1000 {
 		w.t += 10 * ms
 		rt.Step(ms)
 	}
-	equal(t, "inline cycles without new allocation", w.gcs, 1)
+	w.run() // the release of the quiet stretch
+	assert.Equal(t, 1, w.gcs, "inline cycles without new allocation")
 	w.alloc(mib)
 	w.t += 10 * ms
 	rt.Step(ms)
-	equal(t, "inline cycles after allocation", w.gcs, 2)
+	assert.Equal(t, 2, w.gcs, "inline cycles after allocation")
 	s := rt.Stats()
-	equal(t, "Stats.CyclesInline", s.CyclesInline, 2)
-	equal(t, "Stats.AllocatedBetween", s.AllocatedBetween, 3*mib)
-	equal(t, "Stats.LastAllocatedBetween", s.LastAllocatedBetween, mib)
+	assert.EqualValues(t, 2, s.CyclesInline)
+	assert.EqualValues(t, 3*mib, s.AllocatedBetween)
+	assert.EqualValues(t, mib, s.LastAllocatedBetween)
 }
 
 func TestCycleRunByRuntimeResetsTheCount(t *testing.T) {
 	w, rt := newTest(t)
 	w.alloc(3 * mib)
-	w.r.cycles++ // the runtime collected on its own
-	equal(t, "more", rt.Step(ms), false)
-	equal(t, "inline cycles", w.gcs, 0)
+	rt.Step(0) // the step looks after the allocation...
+	w.collected()
+	assert.False(t, rt.Step(ms), "more")
+	assert.Zero(t, w.gcs, "inline cycles")
 	w.alloc(minG - 1)
 	rt.Step(ms)
-	equal(t, "inline cycles below the threshold since the runtime's", w.gcs, 0)
+	assert.Zero(t, w.gcs, "inline cycles below the threshold since the runtime's")
 	w.alloc(1)
 	rt.Step(ms)
-	equal(t, "inline cycles at the threshold", w.gcs, 1)
+	assert.Equal(t, 1, w.gcs, "inline cycles at the threshold")
+}
+
+// The bug of issue 11: garbage made between a cycle the runtime ran and
+// the next step was never counted. Here the program allocates 64 MiB after
+// the runtime's cycle and before any step: it must be collected.
+func TestGarbageAfterTheRuntimesCycleCounts(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(0))
+	w.collected() // runtime.GC(), then debug.SetGCPercent(-1)
+	w.alloc(64 * mib)
+	for range 30_000 { // Step(5ms) every 100 µs for 3 s
+		w.t += 100 * time.Microsecond
+		rt.Step(5 * ms)
+		if w.gcs > 0 {
+			break
+		}
+	}
+	s := rt.Stats()
+	assert.Equal(t, 1, w.gcs, "inline cycles")
+	assert.EqualValues(t, 64*mib, s.LastAllocatedBetween)
+
+	// Garbage not yet swept after a cycle is not new garbage: the
+	// allocation since the last look bounds it.
+	w, rt = newTest(t, WithReleaseDelay(0))
+	w.alloc(mib)
+	rt.Step(0)
+	w.r.cycles++ // a cycle whose garbage is still unswept
+	w.r.live = 0
+	rt.Step(ms)
+	assert.Zero(t, w.gcs, "inline cycles for unswept garbage")
 }
 
 func TestZeroBudgetOnlyLooks(t *testing.T) {
 	for _, budget := range []time.Duration{0, -1, -time.Hour} {
 		w, rt := newTest(t)
-		equal(t, "more with nothing due", rt.Step(budget), false)
+		assert.False(t, rt.Step(budget), "more with nothing due")
 		w.alloc(mib)
-		equal(t, "more with a cycle due", rt.Step(budget), true)
-		equal(t, "cycles on a zero budget", w.gcs+w.nudges, 0)
+		assert.True(t, rt.Step(budget), "more with a cycle due")
+		assert.Zero(t, w.gcs+w.starts, "cycles on a zero budget")
 		rt.Step(ms)
-		equal(t, "inline cycles", w.gcs, 1)
-		equal(t, "more after the cycle", rt.Step(budget), false)
+		assert.Equal(t, 1, w.gcs, "inline cycles")
+		assert.False(t, rt.Step(budget), "more after the cycle")
 	}
 }
 
@@ -117,36 +149,29 @@ func TestInlineOnlyWhenTheEstimateFits(t *testing.T) {
 	// Before any measurement the estimate is the model: modelFixed on
 	// an empty heap; 0.9 of this budget is less.
 	rt.Step(modelFixed)
-	equal(t, "inline cycles", w.gcs, 0)
-	equal(t, "Stats.DeclinedBudget", rt.Stats().DeclinedBudget, 1)
+	assert.Zero(t, w.gcs, "inline cycles")
+	assert.EqualValues(t, 1, rt.Stats().DeclinedBudget)
 	rt.Step(2 * modelFixed)
-	equal(t, "inline cycles with a larger budget", w.gcs, 1)
+	assert.Equal(t, 1, w.gcs, "inline cycles with a larger budget")
 }
 
 func TestCostEstimateLearnsAndRelaxes(t *testing.T) {
-	// The clock jumps seconds ahead with nothing allocated: without
-	// WithReleaseDelay(0) that step would be the slow tier's release.
 	w, rt := newTest(t, WithCPUCap(1), WithBackground(false), WithReleaseDelay(0))
 
-	// One cycle sixteen times slower than the model (a cycle that waited
-	// for a busy core) is a tail event: the estimate stays where the
-	// median of the recent cycles puts it, and the next cycle runs
-	// inline.
+	// One cycle sixteen times slower than the model is a tail event: the
+	// estimate stays where the median of the recent cycles puts it.
 	w.gcCost = 16 * modelFixed
 	w.alloc(mib)
 	rt.Step(ms)
-	mustEqual(t, "inline cycles", w.gcs, 1)
-	est := rt.Stats().CostEstimate
-	check(t, est < 2*modelFixed, "estimate %v: one slow cycle must not move it", est)
+	require.Equal(t, 1, w.gcs)
+	assert.Less(t, rt.Stats().CostEstimate, 2*modelFixed, "one slow cycle must not move it")
 	w.gcCost = modelFixed
 	w.alloc(mib)
 	rt.Step(ms)
-	mustEqual(t, "inline cycles after one slow one", w.gcs, 2)
+	require.Equal(t, 2, w.gcs, "inline cycles after one slow one")
 
-	// A streak of slow cycles moves it only once it fills all but
-	// costRank of the window (the fast cycle above and the priors are
-	// the rest): then the estimate follows them, and a cycle that no
-	// longer fits the budget does not run inline.
+	// A streak of slow cycles moves it once it fills all but costRank of
+	// the window; then a cycle that no longer fits does not run inline.
 	w.gcCost = 16 * modelFixed
 	slow := 0
 	for slow < costWindow {
@@ -157,70 +182,107 @@ func TestCostEstimateLearnsAndRelaxes(t *testing.T) {
 			break
 		}
 	}
-	equal(t, "slow cycles in a row before the estimate moved", slow, costWindow-costRank-1)
-	est = rt.Stats().CostEstimate
-	check(t, est > 8*modelFixed, "estimate %v after a run of slow cycles", est)
+	assert.Equal(t, costWindow-costRank-1, slow, "slow cycles in a row before the estimate moved")
+	assert.Greater(t, rt.Stats().CostEstimate, 8*modelFixed)
 	w.alloc(mib)
 	gcs := w.gcs
 	rt.Step(ms)
-	mustEqual(t, "inline cycles once the estimate exceeds the budget", w.gcs, gcs)
-	check(t, rt.Stats().DeclinedBudget > 0, "no declined cycle counted")
+	require.Equal(t, gcs, w.gcs, "inline cycles once the estimate exceeds the budget")
+	assert.Positive(t, rt.Stats().DeclinedBudget)
 
-	// Without measurements a pessimistic estimate relaxes to the model,
-	// and so does the evidence behind it.
+	// Without measurements a pessimistic estimate relaxes to the model.
 	w.t += 20 * factorHalfLife
 	w.gcCost = modelFixed
 	rt.Step(ms)
-	equal(t, "inline cycles once the estimate relaxed", w.gcs, gcs+1)
-	est = rt.Stats().CostEstimate
-	check(t, est < 2*modelFixed, "estimate %v after a cycle as fast as the model", est)
+	assert.Equal(t, gcs+1, w.gcs, "inline cycles once the estimate relaxed")
+	assert.Less(t, rt.Stats().CostEstimate, 2*modelFixed)
 }
 
-func TestBackgroundWhenTheEstimateDoesNotFit(t *testing.T) {
+func TestBackgroundCycleDoesNotHoldGOGC(t *testing.T) {
 	w, rt := newTest(t, WithCPUCap(1))
-	w.r.live = 64 * mib // the model says 64 ms
+	w.r.live, w.liveAfter = 64*mib, 64*mib // the model says 64 ms
 	w.alloc(32 * mib)
-	equal(t, "more", rt.Step(ms), false)
-	equal(t, "inline cycles", w.gcs, 0)
-	mustEqual(t, "background cycles", w.nudges, 1)
-	equal(t, "GOGC while nudged", w.gogc, nudgedGOGC)
-	equal(t, "Stats.CyclesBackground", rt.Stats().CyclesBackground, 1)
+	assert.False(t, rt.Step(ms), "more")
+	assert.Zero(t, w.gcs, "inline cycles")
+	require.Equal(t, 1, w.starts, "background cycles")
+	assert.Equal(t, 100, w.gogc, "GOGC once the cycle started")
+	assert.EqualValues(t, 1, rt.Stats().CyclesBackground)
 
-	// Until the cycle completes, steps do nothing more.
+	// Until the cycle completes, steps start no other.
 	w.alloc(32 * mib)
 	rt.Step(ms)
-	equal(t, "background cycles while one is pending", w.nudges, 1)
+	assert.Equal(t, 1, w.starts, "background cycles while one is pending")
+	w.collected()
+	w.alloc(32 * mib)
+	rt.Step(ms)
+	assert.Equal(t, 2, w.starts, "background cycles once it completed")
 
-	// The cycle completes; the cleanup restores GOGC.
-	w.r.cycles++
-	w.nudgeDone()
-	equal(t, "GOGC restored", w.gogc, 100)
+	// A cycle that never completes (it could not start after all, under
+	// GOGC=off nobody else collects) is given up after a while.
+	w.alloc(32 * mib)
+	w.t += 2 * backgroundTimeout
+	rt.Step(ms)
+	assert.Equal(t, 3, w.starts, "background cycles after one that never completed")
 }
 
-func TestNudgeRestoredByTheNextStep(t *testing.T) {
+func TestBackgroundCycleThatCouldNotStart(t *testing.T) {
 	w, rt := newTest(t, WithCPUCap(1))
-	w.gogc = -1 // GOGC=off
-	w.r.live = 64 * mib
+	w.r.live, w.liveAfter = 64*mib, 64*mib
+	w.noStart = true
 	w.alloc(32 * mib)
 	rt.Step(ms)
-	mustEqual(t, "GOGC while nudged", w.gogc, nudgedGOGC)
-	w.r.cycles++
+	assert.Zero(t, rt.Stats().CyclesBackground)
+	assert.Zero(t, rt.Stats().Charged, "charged for a cycle that did not start")
+	w.noStart = false
 	rt.Step(ms)
-	equal(t, "GOGC restored", w.gogc, -1)
-	w.gogc = 50
-	w.nudgeDone() // a late cleanup of an old nudge changes nothing
-	equal(t, "GOGC after a late cleanup", w.gogc, 50)
+	assert.EqualValues(t, 1, rt.Stats().CyclesBackground, "the next step starts it")
 }
 
-func TestNudgeKeepsGOGCTheProgramSet(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(1))
-	w.r.live = 64 * mib
-	w.alloc(32 * mib)
-	rt.Step(ms)
-	w.gogc = 200 // debug.SetGCPercent(200) by the program meanwhile
-	w.r.cycles++
-	w.nudgeDone()
-	equal(t, "GOGC", w.gogc, 200)
+// Issue 13, item 1: a program that saves and restores GOGC inside a
+// step's window reads the step's value and would put it back for good.
+func TestProgramSaveRestoreInsideAWindow(t *testing.T) {
+	for _, kind := range []string{"background", "inline"} {
+		t.Run(kind, func(t *testing.T) {
+			w, rt := newTest(t, WithCPUCap(1))
+			if kind == "background" {
+				w.r.live, w.liveAfter = 64*mib, 64*mib
+			}
+			var saved int
+			w.inWindow = func() { saved = w.setGOGC(200) } // old := debug.SetGCPercent(200)
+			w.alloc(32 * mib)
+			rt.Step(ms)
+			w.inWindow = nil
+			require.Equal(t, 1, w.gcs+w.starts)
+			assert.Equal(t, 200, w.gogc, "the program's own setting inside the window is kept")
+			assert.Equal(t, nudgedGOGC, saved, "the program read the step's value")
+
+			w.setGOGC(saved) // later: debug.SetGCPercent(old)
+			rt.Step(ms)
+			assert.Equal(t, 100, w.gogc, "GOGC after the program restored what it read")
+			assert.EqualValues(t, 1, rt.Stats().GOGCRepaired)
+
+			// A program that moves on to a value of its own is left alone.
+			w.setGOGC(300)
+			rt.Step(ms)
+			w.setGOGC(nudgedGOGC)
+			rt.Step(ms)
+			assert.Equal(t, nudgedGOGC, w.gogc, "a GOGC the program set later, outside any window")
+		})
+	}
+}
+
+func TestGOGCRestoredAtEveryGOGC(t *testing.T) {
+	for _, gogc := range []int{-1, 50, 100, 400} {
+		for _, live := range []uint64{0, 64 * mib} { // inline, background
+			w, rt := newTest(t, WithCPUCap(1))
+			w.gogc = gogc
+			w.r.live = live
+			w.alloc(64 * mib)
+			rt.Step(ms)
+			require.Equal(t, 1, w.gcs+w.starts)
+			assert.Equal(t, gogc, w.gogc, "GOGC %d after a step, live %d", gogc, live)
+		}
+	}
 }
 
 func TestCPUCapHolds(t *testing.T) {
@@ -235,135 +297,86 @@ func TestCPUCapHolds(t *testing.T) {
 		s := rt.Stats()
 		// The bucket starts full: one window's worth on top of the share.
 		allowed := time.Duration(cpuCap * float64(w.t+defaults().capWindow))
-		check(t, s.CycleTime <= allowed, "cap %v: spent %v, allowed %v", cpuCap, s.CycleTime, allowed)
+		assert.LessOrEqual(t, s.CycleTime, allowed, "cap %v", cpuCap)
 		if cpuCap < 0.5 { // above, the loop itself leaves less than the cap
-			check(t, s.CycleTime >= allowed*8/10, "cap %v: spent %v of %v: the share must be used", cpuCap, s.CycleTime, allowed)
-			check(t, s.DeclinedCap > 0, "cap %v: no cycle declined", cpuCap)
+			assert.GreaterOrEqual(t, s.CycleTime, allowed*8/10, "cap %v: the share must be used", cpuCap)
+			assert.Positive(t, s.DeclinedCap, "cap %v: no cycle declined", cpuCap)
 		}
 	}
 }
 
+// Issue 14: when the cap runs short, the stepper collects less often, with
+// more garbage per cycle, instead of declining cycle after cycle.
+func TestShortCapRaisesTheThreshold(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(0.05), WithBackground(false), WithReleaseDelay(0))
+	w.gcCost = 400 * time.Microsecond
+	for w.t < 10*time.Second {
+		w.alloc(64 * kib)
+		rt.Step(ms)
+		w.t += 100 * time.Microsecond
+	}
+	s := rt.Stats()
+	assert.Greater(t, s.ThresholdScale, 1.0, "threshold scale")
+	perCycle := s.AllocatedBetween / s.CyclesInline
+	assert.Greater(t, perCycle, uint64(2*minG), "garbage per cycle under a short cap")
+	assert.Less(t, s.DeclinedCap, s.CyclesInline, "declined %d, ran %d", s.DeclinedCap, s.CyclesInline)
+	// And it comes back down when the cap allows again.
+	for w.t < 20*time.Second {
+		w.alloc(64 * kib)
+		rt.Idled(10 * ms)
+		rt.Step(ms)
+		w.t += 100 * time.Microsecond
+	}
+	assert.Equal(t, 1.0, rt.Stats().ThresholdScale)
+}
+
 func TestCPUCapChargesBackgroundCycles(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(0.01), WithReleaseDelay(0)) // bucket: 1 ms; no release tier while the clock jumps
-	w.r.live = 64 * mib                                        // estimate 64 ms: more than the bucket
+	w, rt := newTest(t, WithCPUCap(0.01), WithReleaseDelay(0)) // bucket: 1 ms
+	w.r.live, w.liveAfter = 64*mib, 64*mib                     // estimate 64 ms: more than the bucket
 	w.alloc(32 * mib)
 	rt.Step(ms)
-	mustEqual(t, "background cycles from a full bucket", w.nudges, 1)
+	require.Equal(t, 1, w.starts, "background cycles from a full bucket")
 	w.gcCPU += 64 * ms // as dear as estimated
-	w.r.cycles++
-	w.nudgeDone()
+	w.collected()
 	rt.Step(ms) // sees the cycle: garbage counts from here
 	w.alloc(32 * mib)
 	w.t += time.Second
 	rt.Step(ms)
-	equal(t, "background cycles while in debt", w.nudges, 1)
-	equal(t, "Stats.DeclinedCap", rt.Stats().DeclinedCap, 1)
+	assert.Equal(t, 1, w.starts, "background cycles while in debt")
+	assert.EqualValues(t, 1, rt.Stats().DeclinedCap)
 	w.t += 10 * time.Second
 	rt.Step(ms)
-	equal(t, "background cycles once the debt is paid", w.nudges, 2)
+	assert.Equal(t, 2, w.starts, "background cycles once the debt is paid")
 }
 
-func TestReleaseAfterIdleStretch(t *testing.T) {
-	w, rt := newTest(t, WithReleaseDelay(time.Second))
-	w.alloc(2 * mib)
-	rt.Step(ms)
-	d, armed := rt.NextStep()
-	mustEqual(t, "armed by allocation", armed, true)
-	// A second from the step that saw the allocation, less the inline
-	// cycle that step ran.
-	equal(t, "NextStep", d, time.Second-w.gcCost)
-
-	// Still allocating half way: the stretch starts again.
-	w.t += 500 * ms
-	w.alloc(kib)
-	rt.Step(ms)
-	d, _ = rt.NextStep()
-	equal(t, "NextStep after more allocation", d, time.Second)
-	equal(t, "inline cycles", w.gcs, 1)
-	w.t += 999 * ms
-	rt.Step(ms)
-	equal(t, "releases before the delay", w.releases, 0)
-
-	// Due: a zero budget only says so; a step makes the release.
-	w.t += ms
-	d, armed = rt.NextStep()
-	equal(t, "NextStep when due", d, time.Duration(0))
-	equal(t, "armed when due", armed, true)
-	equal(t, "more on a zero budget", rt.Step(0), true)
-	equal(t, "releases on a zero budget", w.releases, 0)
-	equal(t, "more after the release", rt.Step(ms), false)
-	equal(t, "releases", w.releases, 1)
-	s := rt.Stats()
-	equal(t, "Stats.Releases", s.Releases, 1)
-	equal(t, "Stats.ReleasedBytes", s.ReleasedBytes, 3<<20)
-
-	// Once per idle stretch: steps without allocation release nothing.
-	for range 100 {
-		w.t += 100 * ms
-		rt.Step(ms)
-	}
-	equal(t, "releases while idle", w.releases, 1)
-	_, armed = rt.NextStep()
-	equal(t, "armed while idle", armed, false)
-	w.alloc(2 * mib)
-	rt.Step(ms)
-	_, armed = rt.NextStep()
-	equal(t, "armed by the next stretch", armed, true)
-	rt.Close()
-	_, armed = rt.NextStep()
-	equal(t, "armed after Close", armed, false)
-}
-
-func TestReleaseNeedsAllocation(t *testing.T) {
-	tests := []struct {
-		name  string
-		delay time.Duration
-		alloc uint64
-		want  bool
-	}{
-		{"little allocation", time.Second, minG - 1, false},
-		{"enough allocation", time.Second, minG, true},
-		{"tier disabled", 0, 8 * mib, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w, rt := newTest(t, WithReleaseDelay(tt.delay))
-			w.alloc(tt.alloc)
-			rt.Step(ms)
-			_, armed := rt.NextStep()
-			equal(t, "armed", armed, tt.want)
-		})
-	}
-}
-
-func TestConcurrentStepDoesNothing(t *testing.T) {
+func TestConcurrentSteps(t *testing.T) {
 	w, rt := newTest(t)
-	var inner []bool
+	var inner bool
+	var zero sync.WaitGroup
 	w.onGC = func() {
-		// Another goroutine steps while this one is in a cycle.
-		inner = append(inner, rt.Step(ms), rt.Step(0))
+		// Another goroutine steps while this one is in a cycle: with a
+		// budget it leaves the work to this one at once...
+		inner = rt.Step(ms)
+		// ...with a zero budget it waits for this step to end, and
+		// answers from what it then sees.
+		zero.Go(func() { rt.Step(0) })
 	}
 	w.alloc(mib)
 	rt.Step(ms)
-	equal(t, "inner steps", len(inner), 2)
-	for i, more := range inner {
-		equal(t, "more from a concurrent step", more, false)
-		_ = i
-	}
-	equal(t, "inline cycles", w.gcs, 1)
+	zero.Wait()
+	assert.False(t, inner, "more from a concurrent step")
+	assert.EqualValues(t, 2, rt.Stats().Steps, "steps counted: this one and the zero-budget one")
+	assert.Equal(t, 1, w.gcs, "inline cycles")
 }
 
-func TestCloseRestoresGOGC(t *testing.T) {
+func TestCloseEndsSteps(t *testing.T) {
 	w, rt := newTest(t, WithCPUCap(1))
-	w.r.live = 64 * mib
-	w.alloc(32 * mib)
-	rt.Step(ms)
-	mustEqual(t, "GOGC while nudged", w.gogc, nudgedGOGC)
 	rt.Close()
-	equal(t, "GOGC after Close", w.gogc, 100)
 	w.alloc(32 * mib)
-	equal(t, "more after Close", rt.Step(time.Hour), false)
-	equal(t, "background cycles", w.nudges, 1)
+	assert.False(t, rt.Step(time.Hour), "more after Close")
+	assert.Zero(t, w.gcs+w.starts)
+	_, armed := rt.NextStep()
+	assert.False(t, armed)
 }
 
 func TestOptionsOutOfRangePanic(t *testing.T) {
@@ -380,68 +393,69 @@ func TestOptionsOutOfRangePanic(t *testing.T) {
 		{"infinite ratio", WithLiveRatio(math.Inf(1))},
 		{"zero garbage", WithMinGarbage(0)},
 		{"negative delay", WithReleaseDelay(-time.Second)},
-		{"nil option", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			defer func() {
-				r := recover()
-				msg, _ := r.(string)
-				check(t, strings.HasPrefix(msg, "gcstep: "), "panic value %#v, want a string starting with %q", r, "gcstep: ")
+				msg, _ := recover().(string)
+				assert.Regexp(t, "^gcstep: ", msg)
 			}()
 			newRuntime(newWorld().env(), tt.opt)
 		})
 	}
 }
 
+func TestNilOptionSkipped(t *testing.T) {
+	_, rt := newTest(t, nil, WithCPUCap(0.5), nil)
+	assert.Equal(t, 0.5, rt.cfg.cpuCap)
+}
+
 func TestOptionsInRangeAccepted(t *testing.T) {
 	_, rt := newTest(t, WithCPUCap(1), WithCPUCap(0.001), WithLiveRatio(0),
 		WithMinGarbage(1), WithReleaseDelay(0), WithBackground(false))
-	equal(t, "cap", rt.cfg.cpuCap, 0.001)
-	equal(t, "min garbage", rt.cfg.minGarbage, 1)
-	equal(t, "background", rt.cfg.background, false)
-	equal(t, "release delay", rt.cfg.releaseDelay, 0)
+	assert.Equal(t, 0.001, rt.cfg.cpuCap)
+	assert.EqualValues(t, 1, rt.cfg.minGarbage)
+	assert.False(t, rt.cfg.background)
+	assert.Zero(t, rt.cfg.releaseDelay)
 }
 
 func TestZeroBudgetHonestAboutTheCap(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(0.001)) // bucket: 1 ms
+	w, rt := newTest(t, WithCPUCap(0.001)) // bucket: 0.1 ms
 	w.gcCost = 5 * ms
 	w.alloc(mib)
 	rt.Step(ms)
-	mustEqual(t, "inline cycles", w.gcs, 1)
+	require.Equal(t, 1, w.gcs)
 	w.alloc(mib)
-	equal(t, "more while the cap is spent", rt.Step(0), false)
+	assert.False(t, rt.Step(0), "more while the cap is spent")
 	w.t += 10 * time.Second
-	equal(t, "more once the cap allows", rt.Step(0), true)
+	assert.True(t, rt.Step(0), "more once the cap allows")
 }
 
 func TestBackgroundCycleChargedWhatItUsed(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(0.5)) // bucket: 50 ms
-	w.r.live = 16 * mib                  // estimate: about 16 ms
+	w, rt := newTest(t, WithCPUCap(0.5))   // bucket: 50 ms
+	w.r.live, w.liveAfter = 16*mib, 16*mib // estimate: about 16 ms
 	w.gcCPU = time.Hour
 	w.alloc(32 * mib)
 	rt.Step(ms)
-	mustEqual(t, "background cycles", w.nudges, 1)
+	require.Equal(t, 1, w.starts)
 	est := rt.Stats().Charged
-	check(t, est > 16*ms && est < 17*ms, "charged %v in advance, want the estimate", est)
+	assert.True(t, est > 16*ms && est < 17*ms, "charged %v in advance, want the estimate", est)
 	w.gcCPU += 5 * ms // the cycle was cheaper than estimated
-	w.r.cycles++
-	w.nudgeDone()
-	equal(t, "Stats.Charged", rt.Stats().Charged, 5*ms)
-
-	// The refund lets the next one through at once.
+	w.collected()
 	rt.Step(ms)
+	assert.Equal(t, 5*ms, rt.Stats().Charged)
+
 	w.alloc(32 * mib)
 	rt.Step(ms)
-	mustEqual(t, "background cycles", w.nudges, 2)
+	require.Equal(t, 2, w.starts)
 	w.gcCPU += 500 * ms // much dearer: the debt blocks the next
-	w.r.cycles++
+	w.collected()
 	rt.Step(ms)
-	equal(t, "Stats.Charged", rt.Stats().Charged, 505*ms)
+	assert.Equal(t, 505*ms, rt.Stats().Charged)
 	w.alloc(32 * mib)
 	w.t += 500 * ms // earns 250 ms of a debt of about 450
 	rt.Step(ms)
-	equal(t, "background cycles while in debt", w.nudges, 2)
+	assert.Equal(t, 2, w.starts, "background cycles while in debt")
 }
 
 func TestBackgroundStartsAtHalfTheGarbage(t *testing.T) {
@@ -463,40 +477,49 @@ func TestBackgroundStartsAtHalfTheGarbage(t *testing.T) {
 			w, rt := newTest(t, WithCPUCap(1), WithBackground(tt.background))
 			w.alloc(tt.alloc)
 			rt.Step(tt.budget)
-			equal(t, "inline cycles", w.gcs, tt.gcs)
-			equal(t, "background cycles", w.nudges, tt.bgs)
+			assert.Equal(t, tt.gcs, w.gcs, "inline cycles")
+			assert.Equal(t, tt.bgs, w.starts, "background cycles")
 		})
 	}
 }
 
 func TestCapEarnedFromIdleTime(t *testing.T) {
 	// Bucket: 50 ms. Each cycle costs 40 ms, far above the model, but the
-	// estimate (the median of nine, at most four of them slow here) stays
-	// at the model: only the cap stops cycles here.
+	// estimate (the median of nine) stays at the model: only the cap
+	// stops cycles here.
 	w, rt := newTest(t, WithCPUCap(0.5), WithBackground(false), WithReleaseDelay(0))
 	w.gcCost = 40 * ms
 	rt.Idled(0) // not a report: the cap is still earned from wall time
 	rt.Idled(-ms)
 	w.alloc(mib)
 	rt.Step(time.Second)
-	mustEqual(t, "inline cycles from the full bucket", w.gcs, 1)
+	require.Equal(t, 1, w.gcs, "inline cycles from the full bucket")
 	w.alloc(mib)
 	w.t += time.Second // wall time earns the bucket back
 	rt.Step(time.Second)
-	mustEqual(t, "inline cycles after a second of wall time", w.gcs, 2)
+	require.Equal(t, 2, w.gcs, "inline cycles after a second of wall time")
 
-	// From the first report on, only reported idle time earns: a loop busy
-	// for a second between idle moments earned nothing.
+	// From the first report on, only reported idle time earns.
 	rt.Idled(2 * ms)
 	w.alloc(mib)
 	rt.Step(time.Second) // 10 ms + 1 ms left: one more
-	mustEqual(t, "inline cycles", w.gcs, 3)
+	require.Equal(t, 3, w.gcs)
 	w.alloc(mib)
 	w.t += time.Second
 	rt.Step(time.Second) // 29 ms in debt
-	equal(t, "inline cycles after a busy second", w.gcs, 3)
-	equal(t, "Stats.DeclinedCap", rt.Stats().DeclinedCap, 1)
+	assert.Equal(t, 3, w.gcs, "inline cycles after a busy second")
+	assert.EqualValues(t, 1, rt.Stats().DeclinedCap)
 	rt.Idled(60 * ms) // earns 30 ms
 	rt.Step(time.Second)
-	equal(t, "inline cycles once idle time paid the debt", w.gcs, 4)
+	assert.Equal(t, 4, w.gcs, "inline cycles once idle time paid the debt")
+}
+
+func TestOverrunsCounted(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(1))
+	w.gcCost = 3 * ms // the estimate said 0.25 ms
+	w.alloc(mib)
+	rt.Step(ms)
+	s := rt.Stats()
+	assert.EqualValues(t, 1, s.Overruns)
+	assert.Equal(t, 2*ms, s.OverrunTime)
 }

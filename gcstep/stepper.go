@@ -4,8 +4,10 @@ import "time"
 
 // A Stepper does one bounded unit of collection work when the caller is idle.
 //
-// Step works for at most about budget and reports whether more remains:
+// Step plans its work to fit in budget and reports whether more remains:
 // more is true when calling Step again right away could do useful work.
+// (Work that cannot be cut short may overrun a plan that was wrong; the
+// Runtime stepper counts such overruns and learns from them.)
 // A budget of zero or less means "no work now": Step returns at once and
 // still reports more honestly, so callers can decide whether to come back.
 type Stepper interface {
@@ -13,9 +15,9 @@ type Stepper interface {
 }
 
 // A Deferred is a Stepper whose work can fall due while its caller stays
-// idle and nothing else happens: the Runtime stepper's slow tier, which
-// returns memory to the operating system once the program has allocated
-// nothing for a while. A caller about to block with nothing to do bounds
+// idle and nothing else happens: the Runtime stepper empties the gap
+// (collects and returns memory to the operating system) once its loops
+// have been quiet for a while. A caller about to block with nothing to do bounds
 // its wait by NextStep and calls Step when the wait ends; package poller
 // does this. A caller that never does simply never gets that work done.
 type Deferred interface {
@@ -39,6 +41,30 @@ type IdleObserver interface {
 	Idled(d time.Duration)
 }
 
+// A LoopObserver is a Stepper that learns from the event loop calling it
+// whether the loop's idle moments are idleness or only lulls between
+// events (see doc/policy.md). Package poller reports every blocking wait
+// and every step to a stepper that implements it, and asks Lull before it
+// spends a zero-timeout poll on a step. The Runtime stepper and its Loop
+// handles implement it; so does Chain.
+type LoopObserver interface {
+	Stepper
+	// Waited reports a blocking wait that lasted d. work says whether it
+	// ended because something was ready (an event, a wakeup), not by
+	// timing out. It must be cheap.
+	Waited(d time.Duration, work bool)
+	// Stepped reports a step that took d, and whether the zero-timeout
+	// poll that followed it found work waiting: that work waited up to
+	// d behind the step. It must be cheap.
+	Stepped(d time.Duration, work bool)
+	// Lull reports whether a step at the idle moment at hand could do
+	// anything. False lets the caller block at once, without the
+	// zero-timeout poll a step needs; work that falls due while it
+	// blocks is announced by NextStep, for a Deferred. It must be cheap:
+	// it is asked after every dispatch.
+	Lull() bool
+}
+
 // Func adapts an ordinary function to the Stepper interface.
 type Func func(budget time.Duration) (more bool)
 
@@ -46,8 +72,9 @@ type Func func(budget time.Duration) (more bool)
 func (f Func) Step(budget time.Duration) bool { return f(budget) }
 
 // Chain returns a Stepper (a Deferred: its NextStep is the earliest of its
-// Deferred members'; an IdleObserver: it passes idle time on to its
-// members that observe it) that offers each step to the given steppers in
+// Deferred members'; an IdleObserver and a LoopObserver: it passes what
+// its caller reports on to the members that observe it, and has a lull
+// while any member might) that offers each step to the given steppers in
 // order (put the runtime stepper first, application steppers such as cache
 // trimming after it) and reports more while any of them has work left.
 //
@@ -107,4 +134,39 @@ func (c chain) Idled(d time.Duration) {
 			o.Idled(d)
 		}
 	}
+}
+
+// Waited implements LoopObserver: members that are LoopObservers get
+// Waited, members that are only IdleObservers get Idled.
+func (c chain) Waited(d time.Duration, work bool) {
+	for _, s := range c.s {
+		switch o := s.(type) {
+		case LoopObserver:
+			o.Waited(d, work)
+		case IdleObserver:
+			o.Idled(d)
+		}
+	}
+}
+
+// Stepped implements LoopObserver: it reports the step to every member
+// that is a LoopObserver.
+func (c chain) Stepped(d time.Duration, work bool) {
+	for _, s := range c.s {
+		if o, ok := s.(LoopObserver); ok {
+			o.Stepped(d, work)
+		}
+	}
+}
+
+// Lull implements LoopObserver: true if any member might do work now. A
+// member that is not a LoopObserver cannot say, so it always might.
+func (c chain) Lull() bool {
+	for _, s := range c.s {
+		o, ok := s.(LoopObserver)
+		if !ok || o.Lull() {
+			return true
+		}
+	}
+	return false
 }

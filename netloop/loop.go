@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/idlemux/idlemux/gcstep"
 	"github.com/idlemux/idlemux/gvl"
 	"github.com/idlemux/idlemux/poller"
 )
@@ -31,6 +32,10 @@ type loop struct {
 	pl   *poller.Loop
 	lock *gvl.Lock
 	c    counters
+
+	// handle is this loop's share of a *gcstep.Runtime given to
+	// WithStepper, closed when the loop stops; nil otherwise.
+	handle *gcstep.Loop
 
 	buf   []byte
 	conns map[*Conn]struct{}
@@ -55,10 +60,23 @@ func newLoop(s *Server, id int) (*loop, error) {
 		conns:   make(map[*Conn]struct{}),
 		drained: make(chan struct{}),
 	}
+	st := s.cfg.stepper
+	switch {
+	case s.cfg.stepperFor != nil:
+		st = s.cfg.stepperFor(id)
+	case st != nil:
+		if rt, ok := st.(*gcstep.Runtime); ok {
+			l.handle = rt.Loop()
+			st = l.handle
+		}
+	}
 	opts := append(append([]poller.Option(nil), s.cfg.loopOpts...),
-		poller.WithGVL(l.lock), poller.WithStepper(s.cfg.stepper))
+		poller.WithGVL(l.lock), poller.WithStepper(st))
 	pl, err := poller.NewLoop(opts...)
 	if err != nil {
+		if l.handle != nil {
+			l.handle.Close()
+		}
 		return nil, err
 	}
 	l.pl = pl
@@ -98,6 +116,9 @@ func (l *loop) cleanup() {
 	}
 	l.lns = nil
 	l.pl.Close()
+	if l.handle != nil {
+		l.handle.Close()
+	}
 }
 
 // post makes f run on the loop goroutine soon, from any goroutine, and

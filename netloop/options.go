@@ -31,6 +31,7 @@ type Option func(*config)
 type config struct {
 	loops       int
 	stepper     gcstep.Stepper
+	stepperFor  func(i int) gcstep.Stepper
 	loopOpts    []poller.Option
 	reusePort   bool
 	noDelay     bool
@@ -65,19 +66,38 @@ func positive(what string, n int) {
 }
 
 // WithLoops sets how many loops serve connections; the default is
-// runtime.GOMAXPROCS(0), one per core the Go scheduler uses. It panics if
-// n is not positive.
+// runtime.GOMAXPROCS(0), one per core the Go scheduler uses. Each loop is
+// a thread that sleeps in the kernel when idle: with clients (or other
+// busy processes) on the same cores, fewer loops than cores can serve
+// more, with fewer context switches (see bench/README.md). It panics if n
+// is not positive.
 func WithLoops(n int) Option {
 	positive("loop count", n)
 	return func(c *config) { c.loops = n }
 }
 
-// WithStepper gives every loop s as its idle work (poller.WithStepper).
-// One stepper serves all the loops, since the collector it drives is the
-// process's: pass one gcstep.NewRuntime() to turn idle time into collection
-// time. The default is none.
+// WithStepper gives the loops s as their idle work (poller.WithStepper):
+// one stepper for all of them, since the collector it drives is the
+// process's. Pass one gcstep.NewRuntime() to turn idle time into
+// collection time; the default is none.
+//
+// A *gcstep.Runtime is shared through a handle per loop (Runtime.Loop),
+// closed when the loop stops. Each loop steps at its own idle moments:
+// a loop is idle when it has nothing to do, whatever the others do, and
+// its own recent gaps decide whether an inline cycle fits there (never in
+// two loops at once). Memory goes back to the operating system only once
+// every loop is quiet. Any other Stepper is called as it is by every loop,
+// so it must be safe for concurrent use; WithLoopStepper gives each loop
+// its own.
 func WithStepper(s gcstep.Stepper) Option {
-	return func(c *config) { c.stepper = s }
+	return func(c *config) { c.stepper, c.stepperFor = s, nil }
+}
+
+// WithLoopStepper gives loop i (from 0) the stepper f(i) returns, for
+// steppers that need one per loop: gcstep.Chain(rt.Loop(), cache), say.
+// Handles made by f are the caller's to close once Serve has returned.
+func WithLoopStepper(f func(i int) gcstep.Stepper) Option {
+	return func(c *config) { c.stepper, c.stepperFor = nil, f }
 }
 
 // WithLoopOptions adds options for every loop's poller.NewLoop, such as

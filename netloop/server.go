@@ -77,6 +77,9 @@ func newServer(h Handler, cfg config, lns []*listener) (*Server, error) {
 		}
 		for _, l := range s.loops {
 			l.pl.Close()
+			if l.handle != nil {
+				l.handle.Close()
+			}
 		}
 		return nil, err
 	}
@@ -153,7 +156,10 @@ func (s *Server) dispatch(from *loop, fd int, sa unix.Sockaddr, ln *listener) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	prev := s.state
-	if prev == stateNew || prev == stateServing {
+	switch prev {
+	case stateNew:
+		s.state = stateClosed
+	case stateServing:
 		s.state = stateShuttingDown
 	}
 	s.mu.Unlock()

@@ -519,3 +519,58 @@ func TestNetworks(t *testing.T) {
 }
 
 type fakeListener struct{ net.Listener }
+
+// TestReadLimit: a peer that sends more than the read limit without a
+// whole request is cut off.
+func TestReadLimit(t *testing.T) {
+	h := newLines(nil)
+	_, addr := serve(t, h, netloop.WithLoops(1), netloop.WithReadLimit(100<<10))
+	c := dial(t, "tcp", addr)
+	_, err := c.Write(make([]byte, 200<<10)) // no newline
+	if err != nil {
+		require.ErrorIs(t, err, unix.ECONNRESET)
+	}
+	assert.ErrorIs(t, h.nextClose(t), netloop.ErrReadLimit)
+}
+
+// TestLifecycle: Shutdown or Close before Serve, Serve twice, calls after
+// the end.
+func TestLifecycle(t *testing.T) {
+	srv, err := netloop.Listen("tcp", "127.0.0.1:0", newLines(nil), netloop.WithLoops(2))
+	require.NoError(t, err)
+	addr := srv.Addr().String()
+	require.NoError(t, srv.Shutdown(context.Background()), "Shutdown of a server never served")
+	assert.ErrorIs(t, srv.Serve(), netloop.ErrServerClosed)
+	assert.ErrorIs(t, srv.Close(), netloop.ErrServerClosed)
+	_, err = net.DialTimeout("tcp", addr, timeout)
+	assert.Error(t, err, "the listener outlived Shutdown")
+
+	srv, err = netloop.Listen("tcp", "127.0.0.1:0", newLines(nil), netloop.WithLoops(1))
+	require.NoError(t, err)
+	start(t, srv)
+	require.Eventually(t, func() bool { return srv.Serve() == netloop.ErrServerClosed }, timeout, time.Millisecond)
+	require.NoError(t, srv.Close())
+	assert.ErrorIs(t, srv.Shutdown(context.Background()), netloop.ErrServerClosed)
+}
+
+// TestLoopStepper: WithLoopStepper gives each loop its own stepper.
+func TestLoopStepper(t *testing.T) {
+	var steps [2]atomic.Int64
+	h := newLines(nil)
+	srv, addr := serve(t, h, netloop.WithLoops(2), netloop.WithLoopStepper(func(i int) gcstep.Stepper {
+		return gcstep.Func(func(time.Duration) bool {
+			steps[i].Add(1)
+			return false
+		})
+	}))
+	for range 4 {
+		c := dial(t, "tcp", addr)
+		_, err := c.Write([]byte("x\n"))
+		require.NoError(t, err)
+		assert.Equal(t, "X\n", readLine(t, bufio.NewReader(c)))
+	}
+	for i := range steps {
+		assert.NotZero(t, steps[i].Load(), "loop %d's stepper never stepped", i)
+		assert.Equal(t, srv.Stats().Loops[i].Steps, uint64(steps[i].Load()))
+	}
+}

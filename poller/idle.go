@@ -25,18 +25,24 @@ type idler struct {
 // (Select, Poll, the Loop: data is often ready already).
 //
 // Steps happen only with the lock uncontended, and only while at least one
-// budget is left before the deadline, so a step delays the deadline (a
-// call's timeout, a Loop's next timer) by at most one budget. Every step is
-// followed by a zero-timeout poll, which keeps the lock. Once the stepper
-// reports no more work, somebody waits for the lock, or less than a budget
-// is left, wait blocks with the lock released.
+// budget is left before the deadline. A step is planned to fit its budget,
+// so it delays the deadline (a call's timeout, a Loop's next timer) by
+// about one budget; a step that overruns (a collection dearer than
+// estimated cannot be cut short) delays it by the overrun, which the
+// runtime stepper counts and learns from. Every step is followed by a
+// zero-timeout poll, which keeps the lock. Once the stepper reports no
+// more work, somebody waits for the lock, or less than a budget is left,
+// wait blocks with the lock released.
 //
 // mayStep says whether the stepper may have work; wait sets it to false
 // when a step reports no more, and then takes no step until the caller sets
 // it again (a one-shot call at every call, a Loop after dispatching events).
+// A stepper that is a gcstep.LoopObserver is also asked Lull first: when
+// it has nothing to do at this idle moment, wait blocks at once, with no
+// zero-timeout poll, as it would without a stepper.
 //
 // A stepper that is a gcstep.Deferred may have work fall due while the
-// program sleeps (the runtime stepper's release of memory to the OS): the
+// program sleeps (the runtime stepper's emptying of a quiet gap): the
 // blocking wait then ends no later than its NextStep, steps, and waits on
 // for what is left of the timeout. That keeps the deferred work on the
 // loop's own wait, with no timer or goroutine of the stepper's.
@@ -50,8 +56,9 @@ func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll 
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
+	due := false // the stepper's deferred work is due: step whatever Lull says
 	for {
-		if d.stepper != nil && *mayStep {
+		if d.stepper != nil && *mayStep && (due || d.lull()) {
 			polled := false // a zero-timeout poll came after the last step
 			if !stepFirst {
 				if n, err := d.zero(poll); n != 0 || err != nil {
@@ -67,8 +74,10 @@ func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll 
 				if timeout > 0 && time.Until(deadline) < budget {
 					break
 				}
-				more := d.step(budget)
-				if n, err := d.zero(poll); n != 0 || err != nil {
+				more, took := d.step(budget)
+				n, err := d.zero(poll)
+				d.stepped(took, n != 0 || err != nil)
+				if n != 0 || err != nil {
 					return n, err
 				}
 				polled = true
@@ -100,12 +109,33 @@ func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll 
 		}
 		// The stepper's deferred work is due: step for it, then wait
 		// on for what is left.
-		*mayStep, stepFirst = true, true
+		*mayStep, stepFirst, due = true, true, true
 		if timeout > 0 {
 			if timeout = time.Until(deadline); timeout <= 0 {
 				return 0, nil // the last wait ran to the deadline
 			}
 		}
+	}
+}
+
+// lull asks a stepper that is a gcstep.LoopObserver whether this idle
+// moment is worth a step; any other stepper may always have work.
+func (d *idler) lull() bool {
+	if o, ok := d.stepper.(gcstep.LoopObserver); ok {
+		return o.Lull()
+	}
+	return true
+}
+
+// stepped reports a step of duration took, and whether work was found
+// waiting after it, to the counters and to a gcstep.LoopObserver.
+func (d *idler) stepped(took time.Duration, work bool) {
+	if work {
+		d.c.delayedSteps.Add(1)
+		d.c.delayNanos.Add(uint64(took))
+	}
+	if o, ok := d.stepper.(gcstep.LoopObserver); ok {
+		o.Stepped(took, work)
 	}
 }
 
@@ -130,13 +160,14 @@ func (d *idler) deferred(timeout time.Duration) (time.Duration, bool) {
 	return next, true
 }
 
-// step runs one Step and accounts for it.
-func (d *idler) step(budget time.Duration) bool {
+// step runs one Step, accounts for it and reports how long it took.
+func (d *idler) step(budget time.Duration) (bool, time.Duration) {
 	start := time.Now()
 	more := d.stepper.Step(budget)
+	took := time.Since(start)
 	d.c.steps.Add(1)
-	d.c.stepNanos.Add(uint64(time.Since(start)))
-	return more
+	d.c.stepNanos.Add(uint64(took))
+	return more, took
 }
 
 // zero polls once without blocking, keeping the lock: it cannot block.
@@ -148,7 +179,10 @@ func (d *idler) zero(poll waitFunc) (int, error) {
 // block waits up to timeout (nonzero) with the lock released. The time
 // the wait took, without the time spent getting the lock back, is idle
 // time: it is counted in Stats.BlockedTime and reported to a stepper that
-// is a gcstep.IdleObserver.
+// is a gcstep.LoopObserver (with whether it ended with something ready)
+// or a gcstep.IdleObserver. A wait that times out is not work: a timer
+// that falls due runs, and the stepper hears of it at the next idle
+// moment (Lull).
 func (d *idler) block(timeout time.Duration, poll waitFunc) (n int, err error) {
 	d.c.blockingPolls.Add(1)
 	wait := func() {
@@ -156,7 +190,10 @@ func (d *idler) block(timeout time.Duration, poll waitFunc) (n int, err error) {
 		n, err = d.c.restart(timeout, poll)
 		blocked := time.Since(start)
 		d.c.blockedNanos.Add(uint64(blocked))
-		if o, ok := d.stepper.(gcstep.IdleObserver); ok {
+		switch o := d.stepper.(type) {
+		case gcstep.LoopObserver:
+			o.Waited(blocked, n != 0 || err != nil)
+		case gcstep.IdleObserver:
 			o.Idled(blocked)
 		}
 	}

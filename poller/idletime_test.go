@@ -1,12 +1,15 @@
 package poller_test
 
 import (
+	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/idlemux/idlemux/gcstep"
 	"github.com/idlemux/idlemux/gvl"
@@ -79,4 +82,222 @@ func TestBlockingWaitsReportIdleTime(t *testing.T) {
 			assert.Positive(t, s.reports.Load())
 		})
 	})
+}
+
+// observer is a gcstep.LoopObserver that records what the loop reports
+// and answers Lull as told.
+type observer struct {
+	lull    atomic.Bool
+	onStep  func()
+	steps   atomic.Int64
+	waits   []waitReport // loop goroutine only
+	stepped []bool
+	lulls   atomic.Int64
+}
+
+type waitReport struct {
+	d    time.Duration
+	work bool
+}
+
+func (o *observer) Step(time.Duration) bool {
+	o.steps.Add(1)
+	if o.onStep != nil {
+		o.onStep()
+	}
+	return false
+}
+func (o *observer) Idled(time.Duration) {}
+func (o *observer) Waited(d time.Duration, work bool) {
+	o.waits = append(o.waits, waitReport{d, work})
+}
+func (o *observer) Stepped(_ time.Duration, work bool) { o.stepped = append(o.stepped, work) }
+func (o *observer) Lull() bool {
+	o.lulls.Add(1)
+	return o.lull.Load()
+}
+
+var _ gcstep.LoopObserver = (*observer)(nil)
+
+// A stepper with nothing to do at a lull costs the loop no system call:
+// it blocks at once, as it would without a stepper.
+func TestNoLullNoZeroPoll(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b poller.Backend) {
+		for _, lull := range []bool{false, true} {
+			p := newPipe(t)
+			o := &observer{}
+			o.lull.Store(lull)
+			l := newLoop(t, poller.WithBackend(b), poller.WithStepper(o))
+			buf := make([]byte, 16)
+			require.NoError(t, l.Add(p.r, poller.Read, func(fd int, _ poller.Events) { unix.Read(fd, buf) }))
+			for range 10 {
+				p.write(p.w, "x")
+				_, err := l.RunOnce(time.Second)
+				require.NoError(t, err)
+			}
+			st := l.Stats()
+			if lull {
+				assert.GreaterOrEqual(t, st.ZeroPolls, uint64(10), "zero polls with a lull")
+			} else {
+				assert.Zero(t, st.ZeroPolls, "zero polls without a lull")
+				assert.Zero(t, o.steps.Load(), "steps without a lull")
+				assert.EqualValues(t, 10, st.BlockingPolls)
+			}
+			assert.Positive(t, o.lulls.Load())
+		}
+	})
+}
+
+func TestLoopReportsWaitsAndSteps(t *testing.T) {
+	p := newPipe(t)
+	o := &observer{}
+	o.lull.Store(true)
+	// The step takes long enough for work to arrive meanwhile.
+	o.onStep = func() { p.write(p.w, "x") }
+	l := newLoop(t, poller.WithStepper(o))
+	buf := make([]byte, 16)
+	require.NoError(t, l.Add(p.r, poller.Read, func(fd int, _ poller.Events) { unix.Read(fd, buf) }))
+	n, err := l.RunOnce(time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	require.Equal(t, []bool{true}, o.stepped, "a step after which work was waiting")
+	st := l.Stats()
+	assert.EqualValues(t, 1, st.DelayedSteps)
+	assert.Positive(t, st.StepDelay)
+
+	// A wait that ends with an event is work; one that times out is not.
+	o.onStep = nil
+	o.lull.Store(false)
+	_, err = l.RunOnce(5 * time.Millisecond)
+	require.NoError(t, err)
+	require.NotEmpty(t, o.waits)
+	assert.False(t, o.waits[len(o.waits)-1].work, "a wait that timed out")
+	p.write(p.w, "x")
+	_, err = l.RunOnce(time.Second)
+	require.NoError(t, err)
+	assert.True(t, o.waits[len(o.waits)-1].work, "a wait that ended with an event")
+}
+
+// The runtime stepper in a real loop: inline cycles in the gaps of a
+// stream whose producer is slower than the loop, and, once the stream
+// stops, the gap emptied: a collection and the memory returned to the OS.
+func TestRuntimeStepperInALoop(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // nobody else collects
+	rt := gcstep.NewRuntime(gcstep.WithCPUCap(1))
+	defer rt.Close()
+	p := newPipe(t)
+	lock := gvl.New()
+	lock.Acquire()
+	defer lock.Release()
+	l := newLoop(t, poller.WithGVL(lock), poller.WithStepper(rt))
+	buf := make([]byte, 16)
+	var kept []byte
+	require.NoError(t, l.Add(p.r, poller.Read, func(fd int, _ poller.Events) {
+		unix.Read(fd, buf)
+		kept = make([]byte, 128<<10) // garbage at the next event
+	}))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			time.Sleep(500 * time.Microsecond)
+			unix.Write(p.w, []byte("x"))
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case <-done:
+		default:
+			_, err := l.RunOnce(50 * time.Millisecond)
+			require.NoError(t, err)
+			require.True(t, time.Now().Before(deadline))
+			continue
+		}
+		break
+	}
+	_ = kept
+	s := rt.Stats()
+	assert.Positive(t, s.CyclesInline, "no inline cycle in 0.5 ms gaps: %+v", s)
+
+	// Quiet: the loop blocks; the Runtime wakes it to empty the gap.
+	start := time.Now()
+	for rt.Stats().QuietPeriods == 0 && time.Since(start) < 5*time.Second {
+		_, err := l.RunOnce(100 * time.Millisecond)
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 1, rt.Stats().QuietPeriods, "the gap was not emptied")
+	eventually(t, "the release", func() bool { return rt.Stats().Releases == 1 })
+	s = rt.Stats()
+	assert.Positive(t, s.ReleaseTime)
+	assert.Positive(t, s.LastReleaseAfterQuiet)
+	// Once per quiet stretch.
+	_, err := l.RunOnce(100 * time.Millisecond)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, rt.Stats().QuietPeriods)
+}
+
+// A program that allocates nothing: no cycle, and a loop that waits with
+// no extra system call.
+func TestRuntimeStepperIdleProgram(t *testing.T) {
+	rt := gcstep.NewRuntime()
+	defer rt.Close()
+	p := newPipe(t)
+	l := newLoop(t, poller.WithStepper(rt))
+	buf := make([]byte, 16)
+	require.NoError(t, l.Add(p.r, poller.Read, func(fd int, _ poller.Events) { unix.Read(fd, buf) }))
+	before := rt.Stats()
+	_, err := l.RunOnce(300 * time.Millisecond)
+	require.NoError(t, err)
+	st := l.Stats()
+	s := rt.Stats()
+	assert.EqualValues(t, 1, st.BlockingPolls, "waits in an idle RunOnce")
+	assert.Equal(t, before.CyclesInline+before.CyclesBackground+before.QuietPeriods,
+		s.CyclesInline+s.CyclesBackground+s.QuietPeriods, "collections in an idle program")
+}
+
+// Several Loops, each on its own goroutine with its own lock, share one
+// Runtime through a handle each (run with -race): the garbage they make
+// is collected, and the gap after it emptied once.
+func TestLoopsShareARuntime(t *testing.T) {
+	rt := gcstep.NewRuntime(gcstep.WithCPUCap(1))
+	defer rt.Close()
+	const loops = 4
+	var wg sync.WaitGroup
+	for range loops {
+		h := rt.Loop()
+		p := newPipe(t)
+		lock := gvl.New()
+		l := newLoop(t, poller.WithGVL(lock), poller.WithStepper(h))
+		buf := make([]byte, 16)
+		var kept [][]byte
+		require.NoError(t, l.Add(p.r, poller.Read, func(fd int, _ poller.Events) {
+			unix.Read(fd, buf)
+			kept = append(kept[:0], make([]byte, 64<<10))
+		}))
+		wg.Go(func() {
+			defer h.Close()
+			lock.Acquire()
+			defer lock.Release()
+			for i := range 200 {
+				if i%4 == 0 {
+					time.Sleep(200 * time.Microsecond)
+				}
+				unix.Write(p.w, []byte("x"))
+				_, err := l.RunOnce(time.Second)
+				assert.NoError(t, err)
+				_ = rt.Stats()
+			}
+			// Quiet: wait on until the gap was emptied (by any loop).
+			deadline := time.Now().Add(5 * time.Second)
+			for rt.Stats().QuietPeriods == 0 && time.Now().Before(deadline) {
+				_, err := l.RunOnce(50 * time.Millisecond)
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	s := rt.Stats()
+	assert.EqualValues(t, 1, s.QuietPeriods, "quiet stretches for loops that went quiet together: %+v", s)
+	eventually(t, "the release", func() bool { return rt.Stats().Releases == 1 })
 }

@@ -25,6 +25,11 @@ type Stats struct {
 	// they took together.
 	Steps    uint64
 	StepTime time.Duration
+	// DelayedSteps counts steps after which the zero-timeout poll found
+	// work ready, and StepDelay their total duration: a bound on how long
+	// that work waited behind the steps.
+	DelayedSteps uint64
+	StepDelay    time.Duration
 	// Timers counts Loop timers fired.
 	Timers uint64
 	// WakeCalls counts Loop.Wake calls; Wakeups counts the wakeups the loop
@@ -49,6 +54,7 @@ type counters struct {
 	steps, stepNanos, timers             atomic.Uint64
 	wakeCalls, wakeups, restarts, spurio atomic.Uint64
 	syscalls                             atomic.Uint64
+	delayedSteps, delayNanos             atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -59,6 +65,8 @@ func (c *counters) snapshot() Stats {
 		Events:        c.events.Load(),
 		Steps:         c.steps.Load(),
 		StepTime:      time.Duration(c.stepNanos.Load()),
+		DelayedSteps:  c.delayedSteps.Load(),
+		StepDelay:     time.Duration(c.delayNanos.Load()),
 		Timers:        c.timers.Load(),
 		WakeCalls:     c.wakeCalls.Load(),
 		Wakeups:       c.wakeups.Load(),

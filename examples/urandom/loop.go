@@ -27,7 +27,9 @@ func loopReader(idle, reuse bool) readFunc {
 		lock := gvl.New()
 		opts := []poller.Option{poller.WithGVL(lock)}
 		if idle {
-			rt := gcstep.NewRuntime()
+			// A stream: the writer does not wait for the reader (see
+			// gcstep.WithStreams).
+			rt := gcstep.NewRuntime(gcstep.WithStreams(true))
 			defer func() {
 				st := rt.Stats()
 				ls.stepper = &st

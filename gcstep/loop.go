@@ -1,0 +1,328 @@
+package gcstep
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// A Loop is one event loop's share of a Runtime: the Stepper that loop
+// passes to its multiplexer (poller.WithStepper(rt.Loop())) when several
+// loops, each on its own goroutine and lock, share one Runtime. It keeps
+// what that loop reports (its idle gaps, its activity), so the Runtime
+// can tell each loop's lulls from its idleness:
+//
+//   - an inline cycle runs only from a loop whose own idle moments are
+//     predicted to cover it, and never in two loops at once;
+//   - the process is quiet, and the gap is emptied, only once every
+//     loop has been quiet for its quiet period.
+//
+// A loop that stops for good should Close its handle, or the Runtime
+// waits for it to become quiet. The Runtime itself is the handle of a
+// caller that uses it directly.
+type Loop struct {
+	rt *Runtime
+
+	mu       sync.Mutex
+	closed   bool
+	observed bool // the loop has reported anything
+	gaps     [gapWindow]time.Duration
+	nGaps    int           // samples in gaps, up to gapWindow
+	nextGap  int           // the slot the next sample overwrites
+	lastWork time.Duration // when the loop last did work
+	dirty    bool          // work since the last quiet step looked at it
+	quietFor time.Duration // the loop's quiet period, adapted to its gaps
+
+	idleAcc, wallAcc float64       // decaying sums of idle and wall time
+	accAt            time.Duration // when they were last decayed
+}
+
+// How a loop's idleness is predicted (see doc/policy.md).
+const (
+	// gapWindow is how many recent idle gaps (blocking waits that ended
+	// with work and were shorter than the quiet period) are kept.
+	gapWindow = 8
+	// minGaps is how many must be known before they are believed; a
+	// loop with fewer is treated as one that reports nothing.
+	minGaps = 4
+	// coverFactor is how much longer than the loop's median gap a
+	// cycle may be. A step that overruns the gap makes the work that
+	// arrives wait; a producer that does not wait for the loop (a pipe,
+	// a stream) absorbs a few gaps' worth, a client waiting for its
+	// reply does not.
+	coverFactor = 4
+	// quietFactor is how many times the loop's longest recent gap it
+	// must be quiet before it counts as quiet, and maxQuiet the longest
+	// quiet period that adapting may ask for.
+	quietFactor = 4
+	maxQuiet    = 250 * time.Millisecond
+	// bgShare is the share of recent time a loop must spend idle for a
+	// background cycle to start from one of its lulls, and
+	// shareHalfLife how fast that share forgets.
+	bgShare       = 0.9
+	shareHalfLife = 50 * time.Millisecond
+)
+
+// Loop returns a new handle for one event loop sharing rt (see Loop).
+func (rt *Runtime) Loop() *Loop {
+	l := &Loop{rt: rt}
+	for {
+		old := rt.loops.Load()
+		n := append(slices.Clip(*old), l)
+		if rt.loops.CompareAndSwap(old, &n) {
+			return l
+		}
+	}
+}
+
+// Close detaches the handle: the Runtime stops waiting for its loop to
+// become quiet, and its steps do nothing. Closing the Runtime's own handle
+// (the Runtime used directly) is not possible; close the Runtime.
+func (l *Loop) Close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	rt := l.rt
+	for {
+		old := rt.loops.Load()
+		n := slices.DeleteFunc(slices.Clone(*old), func(x *Loop) bool { return x == l })
+		if rt.loops.CompareAndSwap(old, &n) {
+			return
+		}
+	}
+}
+
+// Step implements Stepper: the Runtime's step (see Runtime), taken at one
+// of this loop's idle moments.
+func (l *Loop) Step(budget time.Duration) bool {
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return false
+	}
+	return l.rt.step(l, budget)
+}
+
+// Idled implements IdleObserver: it earns the CPU cap (see WithCPUCap).
+func (l *Loop) Idled(d time.Duration) { l.rt.Idled(d) }
+
+// Waited implements LoopObserver: a blocking wait of the loop lasted d,
+// and ended with work or only for the stepper's deferred work. It earns
+// the CPU cap, and tells the loop's gaps and activity.
+func (l *Loop) Waited(d time.Duration, work bool) {
+	l.rt.Idled(d)
+	now := l.rt.env.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.observed = true
+	if d >= l.quietPeriod() {
+		// A quiet stretch: the idle share of the activity that
+		// follows is measured afresh, or the first part of every
+		// burst would look idle.
+		l.idleAcc, l.wallAcc, l.accAt = 0, 0, 0
+	} else {
+		l.account(now, d)
+	}
+	if !work {
+		return
+	}
+	if d < l.quietPeriod() {
+		l.gaps[l.nextGap] = d
+		l.nextGap = (l.nextGap + 1) % gapWindow
+		l.nGaps = min(l.nGaps+1, gapWindow)
+		l.quietFor = 0 // recomputed from the gaps
+	} else if d < 2*l.quietPeriod() {
+		// Quiet, but only just: work came back soon after the loop
+		// counted as quiet. Ask for a longer quiet next time.
+		l.quietFor = min(2*l.quietPeriod(), maxQuiet)
+	}
+	l.active(now)
+}
+
+// Stepped implements LoopObserver: a step of the loop took d, and work
+// was waiting after it or not.
+func (l *Loop) Stepped(d time.Duration, work bool) {
+	if work {
+		l.rt.delayed.Add(1)
+		l.rt.delayNS.Add(int64(d))
+		now := l.rt.env.now()
+		l.mu.Lock()
+		l.observed = true
+		l.active(now)
+		l.mu.Unlock()
+	}
+}
+
+// Lull implements LoopObserver. It is asked at the first idle moment
+// after the loop did work, which it also records as the end of that work.
+// It reports true when a cycle could run inline in the loop's gaps, or
+// start in the background because the loop is idle most of the time.
+func (l *Loop) Lull() bool {
+	rt := l.rt
+	now := rt.env.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.observed = true
+	l.active(now)
+	if l.closed || rt.closed.Load() {
+		return false
+	}
+	est := time.Duration(rt.est.Load())
+	share := l.idleShareLocked(now)
+	return l.coversLocked(est) ||
+		rt.cfg.streams ||
+		rt.cfg.background && share >= bgShare
+}
+
+// active records work at now. l.mu must be held.
+func (l *Loop) active(now time.Duration) {
+	l.lastWork = now
+	l.dirty = true
+}
+
+// account adds a wait of d ending at now to the loop's idle share.
+// l.mu must be held.
+func (l *Loop) account(now, d time.Duration) {
+	if l.accAt != 0 {
+		decay := exp2(-float64(now-l.accAt) / float64(shareHalfLife))
+		l.idleAcc *= decay
+		l.wallAcc *= decay
+		l.wallAcc += float64(now - l.accAt)
+	} else {
+		l.wallAcc += float64(d) // the first wait: nothing to measure from
+	}
+	l.idleAcc += float64(d)
+	l.accAt = now
+}
+
+// covers reports whether the loop's idle moments are predicted to cover a
+// cycle that costs est.
+func (l *Loop) covers(est time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.coversLocked(est)
+}
+
+func (l *Loop) coversLocked(est time.Duration) bool {
+	if !l.observed {
+		return true // a caller that reports nothing: its own loop decides
+	}
+	if l.nGaps < minGaps {
+		return false // not known yet
+	}
+	g := l.gaps
+	s := g[:l.nGaps]
+	slices.Sort(s)
+	return coverFactor*s[len(s)/2] >= est
+}
+
+// idleShare is the share of the recent past the loop spent idle; 1 for a
+// loop that reports nothing.
+func (l *Loop) idleShare(now time.Duration) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.idleShareLocked(now)
+}
+
+func (l *Loop) idleShareLocked(now time.Duration) float64 {
+	if !l.observed {
+		return 1
+	}
+	if l.accAt == 0 {
+		return 0 // nothing measured since the last quiet stretch
+	}
+	decay := exp2(-float64(now-l.accAt) / float64(shareHalfLife))
+	idle := l.idleAcc * decay
+	wall := l.wallAcc*decay + float64(now-l.accAt)
+	return idle / wall
+}
+
+// quietPeriod is how long the loop must do nothing to count as quiet:
+// quietFactor times its longest recent gap, at least the Runtime's
+// release delay, at most maxQuiet. l.mu must be held.
+func (l *Loop) quietPeriod() time.Duration {
+	if l.quietFor > 0 {
+		return l.quietFor
+	}
+	base := l.rt.cfg.releaseDelay
+	if base == 0 {
+		base = DefaultReleaseDelay // the tier is off; gaps still need telling from quiet
+	}
+	q := base
+	for _, g := range l.gaps[:l.nGaps] {
+		q = max(q, quietFactor*g)
+	}
+	l.quietFor = min(q, max(maxQuiet, base))
+	return l.quietFor
+}
+
+// quietAt reports when the loop will have been quiet for its quiet period
+// if nothing happens, and whether it reports at all.
+func (l *Loop) quietAt() (at time.Duration, observed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || !l.observed {
+		return 0, false
+	}
+	return l.lastWork + l.quietPeriod(), true
+}
+
+// NextStep implements Deferred: how long from now the Runtime will empty
+// the gap if no loop does any more work (see WithReleaseDelay), and false
+// if there is nothing to empty. A loop that is itself quiet while another
+// works is told the other's time: the loops that wake then find the
+// process quiet, or ask again.
+func (l *Loop) NextStep() (time.Duration, bool) {
+	rt := l.rt
+	if rt.closed.Load() || rt.cfg.releaseDelay == 0 {
+		return 0, false
+	}
+	loops := *rt.loops.Load()
+	observed, dirty := false, false
+	var at time.Duration
+	for _, x := range loops {
+		q, ok := x.quietAt()
+		if !ok {
+			continue
+		}
+		observed = true
+		at = max(at, q)
+		x.mu.Lock()
+		dirty = dirty || x.dirty
+		x.mu.Unlock()
+	}
+	if !observed {
+		return rt.legacyNextStep()
+	}
+	if !dirty || !rt.maybeArmed() {
+		return 0, false
+	}
+	return max(at-rt.env.now(), 0), true
+}
+
+// maybeArmed reports whether the program may have allocated enough since
+// the last release to make another. A reading that says so is believed
+// until the release; one that does not is taken again, so that a loop
+// that allocates nothing is not woken for a release.
+func (rt *Runtime) maybeArmed() bool {
+	if rt.armed.Load() {
+		return true
+	}
+	if !rt.mu.TryLock() {
+		return true // another loop is stepping: ask again after the wait
+	}
+	defer rt.mu.Unlock()
+	rt.env.read(&rt.r)
+	rt.observe(rt.env.now())
+	return rt.armed.Load()
+}
+
+// clean marks every loop as looked at by a quiet step.
+func (rt *Runtime) clean() {
+	for _, x := range *rt.loops.Load() {
+		x.mu.Lock()
+		x.dirty = false
+		x.mu.Unlock()
+	}
+}

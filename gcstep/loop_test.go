@@ -1,0 +1,278 @@
+package gcstep
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// serve makes the loop l of world w go through n events, each after an
+// idle gap, allocating alloc bytes per event, as package poller reports
+// them: a blocking wait that ended with work, the handler's allocation,
+// then Lull at the next idle moment and, if it says so, a step.
+func serve(w *world, l *Loop, n int, gap time.Duration, alloc uint64) {
+	for range n {
+		w.t += gap
+		l.Waited(gap, true)
+		w.alloc(alloc)
+		w.t += 10 * time.Microsecond // the handler
+		if l.Lull() {
+			start := w.t
+			l.Step(ms)
+			l.Stepped(w.t-start, w.t-start > gap)
+		}
+	}
+}
+
+func TestLullTooShortForACycle(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(0))
+	l := rt.Loop()
+	// A request/response burst: 20 µs between requests, each 256 KiB.
+	serve(w, l, 300, 20*time.Microsecond, 256*kib)
+	assert.Zero(t, w.gcs, "inline cycles in 20 µs lulls")
+	assert.Zero(t, w.starts, "background cycles in a busy loop")
+	assert.False(t, l.Lull(), "Lull in a burst of short gaps")
+	// Lull was false after the first few gaps: no step, so no zero-timeout
+	// poll either.
+	assert.Less(t, rt.Stats().Steps, uint64(minGaps+1))
+}
+
+func TestLullLongEnoughForACycle(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(0))
+	l := rt.Loop()
+	// A stream whose producer is slower than the loop: 150 µs gaps, a
+	// quarter of the modelled cycle at most... four gaps cover it.
+	serve(w, l, 100, 150*time.Microsecond, 64*kib)
+	assert.Positive(t, w.gcs, "inline cycles in 150 µs gaps")
+	assert.Zero(t, rt.Stats().DeclinedLull)
+}
+
+func TestBusyLoopLeavesCyclesToThePacer(t *testing.T) {
+	// A large live heap: every cycle would be a background one. A loop
+	// busy most of the time does not start them (they would only be more
+	// cycles than the pacer's, paid by the work); a loop idle most of
+	// the time does.
+	for _, tt := range []struct {
+		name string
+		gap  time.Duration
+		want int
+	}{
+		{"busy", 5 * time.Microsecond, 0},
+		{"mostly idle", 500 * time.Microsecond, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1))
+			w.r.live, w.liveAfter = 64*mib, 64*mib
+			l := rt.Loop()
+			serve(w, l, 200, tt.gap, 512*kib)
+			assert.Equal(t, tt.want, w.starts, "background cycles")
+		})
+	}
+}
+
+func TestQuietEmptiesTheGapOnce(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(20*ms))
+	l := rt.Loop()
+	serve(w, l, 300, 20*time.Microsecond, 256*kib)
+	// The burst is over: the loop is about to block.
+	d, ok := l.NextStep()
+	require.True(t, ok, "nothing to empty after a burst")
+	assert.Equal(t, 20*ms, d, "quiet period")
+	assert.False(t, l.Step(ms), "more before the quiet period")
+	assert.Zero(t, w.spawnCount)
+
+	w.t += d
+	l.Waited(d, false) // the wait ended for NextStep, not for work
+	assert.False(t, l.Step(ms), "more after starting the release")
+	require.Equal(t, 1, w.spawnCount, "release started")
+	assert.Zero(t, w.releases, "the release does not run in the step")
+	w.releaseCost = int(3 * ms)
+	w.run()
+	assert.Equal(t, 1, w.releases)
+	s := rt.Stats()
+	assert.EqualValues(t, 1, s.QuietPeriods)
+	assert.EqualValues(t, 1, s.Releases)
+	assert.EqualValues(t, 3<<20, s.ReleasedBytes)
+	assert.Equal(t, 23*ms, s.LastReleaseAfterQuiet)
+
+	// Once per quiet stretch: nothing more to wake up for.
+	_, ok = l.NextStep()
+	assert.False(t, ok, "NextStep after the release")
+	for range 100 {
+		w.t += 100 * ms
+		l.Step(ms)
+	}
+	assert.Equal(t, 1, w.spawnCount, "releases in one quiet stretch")
+
+	// The next burst re-arms it.
+	serve(w, l, 10, 20*time.Microsecond, 256*kib)
+	_, ok = l.NextStep()
+	assert.True(t, ok)
+}
+
+func TestQuietWithoutAllocationWakesNobody(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(20*ms))
+	l := rt.Loop()
+	serve(w, l, 100, 20*time.Microsecond, 0) // handlers allocate nothing
+	_, ok := l.NextStep()
+	assert.False(t, ok, "a wakeup for a program that allocated nothing")
+	w.t += time.Second
+	l.Step(ms)
+	assert.Zero(t, w.spawnCount+w.gcs+w.starts)
+}
+
+func TestQuietPeriodAdaptsToTheLoopsGaps(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(20*ms))
+	l := rt.Loop()
+	// A loop ticking every 10 ms is not quiet after 20 ms.
+	serve(w, l, 20, 10*ms, 64*kib)
+	d, ok := l.NextStep()
+	require.True(t, ok)
+	assert.Equal(t, quietFactor*10*ms, d)
+
+	// Quiet that ends soon after it began asks for longer next time.
+	w2, rt2 := newTest(t, WithReleaseDelay(20*ms))
+	l2 := rt2.Loop()
+	serve(w2, l2, 10, 20*time.Microsecond, 64*kib)
+	l2.Waited(30*ms, true)
+	d, _ = l2.NextStep()
+	assert.Equal(t, 40*ms, d)
+	_ = w2
+}
+
+func TestSharedRuntimeQuietWhenEveryLoopIs(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(20*ms))
+	a, b := rt.Loop(), rt.Loop()
+	serve(w, a, 50, 20*time.Microsecond, 256*kib)
+	serve(w, b, 50, 20*time.Microsecond, 256*kib)
+	// a goes quiet; b keeps working.
+	for range 30 {
+		serve(w, b, 1, ms, 0)
+		a.Step(ms)
+	}
+	assert.Zero(t, w.spawnCount, "released while a loop worked")
+	// a, quiet, is told when b will be.
+	da, ok := a.NextStep()
+	require.True(t, ok)
+	db, _ := b.NextStep()
+	assert.Equal(t, db, da)
+	w.t += da
+	a.Waited(da, false)
+	a.Step(ms)
+	b.Step(ms)
+	assert.Equal(t, 1, w.spawnCount, "one release for the two loops")
+	w.run()
+
+	// A closed handle is not waited for.
+	c := rt.Loop()
+	serve(w, c, 5, 20*time.Microsecond, 256*kib)
+	c.Close()
+	assert.False(t, c.Step(ms))
+	serve(w, a, 5, 20*time.Microsecond, 256*kib)
+	d, ok := a.NextStep()
+	require.True(t, ok)
+	w.t += d
+	a.Step(ms)
+	assert.Equal(t, 2, w.spawnCount)
+	w.run()
+}
+
+func TestInlineOnlyFromALoopThatIsIdle(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(0))
+	busy, idle := rt.Loop(), rt.Loop()
+	serve(w, busy, 20, 10*time.Microsecond, 0)
+	serve(w, idle, 20, 300*time.Microsecond, 0)
+	w.alloc(mib)
+	busy.Step(ms)
+	assert.Zero(t, w.gcs, "inline cycle from the busy loop")
+	idle.Step(ms)
+	assert.Equal(t, 1, w.gcs, "inline cycle from the idle loop")
+}
+
+func TestStepsThatDelayedWorkCounted(t *testing.T) {
+	_, rt := newTest(t)
+	l := rt.Loop()
+	l.Stepped(300*time.Microsecond, true)
+	l.Stepped(2*time.Microsecond, false)
+	rt.Stepped(100*time.Microsecond, true)
+	s := rt.Stats()
+	assert.EqualValues(t, 2, s.StepsDelayedWork)
+	assert.Equal(t, 400*time.Microsecond, s.DelayedWorkTime)
+}
+
+// Several loops, each on its own goroutine, share one Runtime over the
+// real runtime: run with -race.
+func TestSharedRuntimeConcurrentLoops(t *testing.T) {
+	rt := NewRuntime(WithReleaseDelay(time.Millisecond))
+	defer rt.Close()
+	var wg sync.WaitGroup
+	var sinkMu sync.Mutex
+	for range 4 {
+		l := rt.Loop()
+		wg.Go(func() {
+			defer l.Close()
+			var keep [][]byte
+			for i := range 2000 {
+				l.Waited(time.Duration(i%50)*time.Microsecond, i%7 != 0)
+				keep = append(keep, make([]byte, 4<<10))
+				if len(keep) > 64 {
+					keep = keep[:0]
+				}
+				if l.Lull() {
+					start := time.Now()
+					l.Step(time.Millisecond)
+					l.Stepped(time.Since(start), i%3 == 0)
+				}
+				if d, ok := l.NextStep(); ok && d == 0 {
+					l.Step(time.Millisecond)
+				}
+				if i%100 == 0 {
+					_ = rt.Stats()
+					runtime.Gosched()
+				}
+			}
+			sinkMu.Lock()
+			keepSink = keep
+			sinkMu.Unlock()
+		})
+	}
+	wg.Wait()
+	s := rt.Stats()
+	assert.Positive(t, s.Steps)
+	assert.Positive(t, s.CyclesInline+s.CyclesBackground+s.QuietPeriods, "the shared Runtime did nothing: %+v", s)
+}
+
+var keepSink [][]byte
+
+func TestStreamsRunInlineCyclesInShortLulls(t *testing.T) {
+	for _, streams := range []bool{false, true} {
+		w, rt := newTest(t, WithReleaseDelay(0), WithStreams(streams))
+		l := rt.Loop()
+		// A producer faster than a cycle: 40 µs gaps.
+		serve(w, l, 200, 40*time.Microsecond, 16*kib)
+		if streams {
+			assert.Positive(t, w.gcs, "inline cycles with WithStreams")
+		} else {
+			assert.Zero(t, w.gcs, "inline cycles without WithStreams")
+			assert.False(t, l.Lull(), "Lull in 40 µs gaps without WithStreams")
+		}
+	}
+}
+
+func TestBurstAfterQuietIsNotIdle(t *testing.T) {
+	// A loop mostly idle, but only because of the silence before the
+	// burst: the burst itself keeps it busy, and a large heap's cycle
+	// must not start in the background there.
+	w, rt := newTest(t, WithReleaseDelay(20*ms), WithCPUCap(1))
+	w.r.live, w.liveAfter = 64*mib, 64*mib
+	l := rt.Loop()
+	serve(w, l, 10, 5*time.Microsecond, 0)
+	w.t += 400 * ms
+	serve(w, l, 1, 400*ms, 0) // the first request after the silence
+	serve(w, l, 50, 5*time.Microsecond, 512*kib)
+	assert.Zero(t, w.starts, "background cycles in a burst after a silence")
+}

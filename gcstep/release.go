@@ -1,0 +1,127 @@
+package gcstep
+
+import (
+	"math"
+	"time"
+)
+
+// quiet reports whether every loop using the Runtime has been quiet for
+// its quiet period at now. For a caller that reports nothing to the
+// Runtime (not a LoopObserver caller), quiet means that the program
+// allocated nothing for the release delay. rt.mu must be held.
+func (rt *Runtime) quiet(now time.Duration) bool {
+	if rt.cfg.releaseDelay == 0 {
+		return false
+	}
+	observed := false
+	for _, l := range *rt.loops.Load() {
+		at, ok := l.quietAt()
+		if !ok {
+			continue
+		}
+		observed = true
+		if now < at {
+			return false
+		}
+	}
+	if !observed {
+		return now-rt.activityAt >= rt.cfg.releaseDelay && rt.armed.Load()
+	}
+	return true
+}
+
+// quietSince is when the current quiet stretch began: the last work of
+// any loop. rt.mu must be held.
+func (rt *Runtime) quietSince() time.Duration {
+	var since time.Duration
+	observed := false
+	for _, l := range *rt.loops.Load() {
+		l.mu.Lock()
+		if l.observed && !l.closed {
+			since, observed = max(since, l.lastWork), true
+		}
+		l.mu.Unlock()
+	}
+	if !observed {
+		return rt.activityAt
+	}
+	return since
+}
+
+// emptyGap empties the gap once per quiet stretch: if the program
+// allocated enough since the last release, it starts the release (a
+// cycle, then the freed memory returned to the OS) on a goroutine of its
+// own, charged to the CPU cap. rt.mu must be held.
+func (rt *Runtime) emptyGap(budget, now time.Duration) (more bool) {
+	if rt.releasing {
+		return false
+	}
+	if !rt.armed.Load() {
+		rt.clean() // nothing to empty: the loops need not wake for it
+		return false
+	}
+	rt.refill(now)
+	need := min(rt.releaseEstimate(now), rt.capacity())
+	if rt.tokens < need {
+		if budget > 0 {
+			rt.stats.DeclinedCap++
+		}
+		return false // the loops stay dirty: NextStep brings them back
+	}
+	if budget <= 0 {
+		return true
+	}
+	rt.clean()
+	rt.armed.Store(false)
+	rt.releasedAllocs = rt.r.allocs
+	rt.releasing = true
+	rt.stats.QuietPeriods++
+	since := rt.quietSince()
+	before := rt.r.released
+	rt.charge(need)
+	rt.wg.Add(1)
+	rt.env.spawn(func() {
+		defer rt.wg.Done()
+		start := rt.env.now()
+		rt.env.release()
+		end := rt.env.now()
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		rt.releasing = false
+		rt.charge(end - start - need)
+		rt.env.read(&rt.r)
+		rt.prevAllocs = rt.r.allocs     // the release's cycle ended just now
+		rt.releasedAllocs = rt.r.allocs // what the release allocated is not the program's
+		rt.observe(end)
+		rt.armed.Store(rt.r.allocs-rt.releasedAllocs >= rt.cfg.minGarbage)
+		rt.stats.Releases++
+		rt.stats.ReleaseTime += end - start
+		rt.stats.LastReleaseAfterQuiet = end - since
+		if rt.r.released > before {
+			rt.stats.ReleasedBytes += rt.r.released - before
+		}
+	})
+	return false
+}
+
+// releaseEstimate is what a release is expected to cost: a cycle and
+// about as much again to return the pages.
+func (rt *Runtime) releaseEstimate(now time.Duration) time.Duration {
+	return 2 * rt.cost.estimate(rt.r.live, now)
+}
+
+// legacyNextStep is NextStep for a caller that reports nothing: the
+// release falls due once the program has allocated nothing for the
+// release delay.
+func (rt *Runtime) legacyNextStep() (time.Duration, bool) {
+	if !rt.mu.TryLock() {
+		return 0, false
+	}
+	defer rt.mu.Unlock()
+	if !rt.armed.Load() || rt.releasing {
+		return 0, false
+	}
+	return max(rt.activityAt+rt.cfg.releaseDelay-rt.env.now(), 0), true
+}
+
+func exp2(x float64) float64 { return math.Exp2(x) }
