@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"os"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -19,6 +20,16 @@ var serverColor = map[string]color.Color{
 	"gnet":         color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
 	"nbio":         color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
 	"net":          color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff},
+}
+
+// colorOf is a server's colour; a one-loop configuration takes its
+// library's colour and is drawn dashed.
+func colorOf(name string) (color.Color, bool) {
+	base, one := strings.CutSuffix(name, "-1")
+	if c, ok := serverColor[base]; ok {
+		return c, one
+	}
+	return color.Black, false
 }
 
 // rssChart draws every server's RSS over its session of the given round,
@@ -62,8 +73,12 @@ func rssChart(path string, rep *report, round int) error {
 			if err != nil {
 				return err
 			}
-			l.Color = serverColor[name]
+			var dashed bool
+			l.Color, dashed = colorOf(name)
 			l.Width = vg.Points(1.5)
+			if dashed {
+				l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+			}
 			p.Add(l)
 			p.Legend.Add(fmt.Sprintf("%s (peak %s MiB, 3 s after %s MiB, %.0f req/s)", name, mib(float64(s.Peak)), mib(float64(s.After)), s.RPS), l)
 		}

@@ -18,16 +18,23 @@ import (
 
 // server is one server configuration the driver can start.
 type server struct {
-	Name string   // as reported, e.g. "netloop-step"
-	Bin  string   // the package under srv/ that serves it
-	Args []string // flags beside -addr and -loops
+	Name  string   // as reported, e.g. "netloop-step"
+	Bin   string   // the package under srv/ that serves it
+	Args  []string // flags beside -addr and -loops
+	Loops int      // -loops; 0 is the library's default
 }
 
-// servers are all the configurations, in the report's order.
+// servers are all the configurations, in the report's order. The libraries'
+// defaults differ: netloop and gnet (multicore) run a loop per core, nbio
+// one poller per four cores, at least one; so netloop and gnet also run
+// with one loop.
 var servers = []server{
 	{Name: "netloop-step", Bin: "netloop", Args: []string{"-stepper=true"}},
+	{Name: "netloop-step-1", Bin: "netloop", Args: []string{"-stepper=true"}, Loops: 1},
 	{Name: "netloop", Bin: "netloop", Args: []string{"-stepper=false"}},
+	{Name: "netloop-1", Bin: "netloop", Args: []string{"-stepper=false"}, Loops: 1},
 	{Name: "gnet", Bin: "gnet"},
+	{Name: "gnet-1", Bin: "gnet", Loops: 1},
 	{Name: "nbio", Bin: "nbio"},
 	{Name: "net", Bin: "stdnet"},
 }
@@ -82,9 +89,12 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// startServer starts s from binDir with loops event loops (0: its default)
+// startServer starts s from binDir with loops event loops (0: s.Loops)
 // and waits until it serves PING.
 func startServer(binDir string, s server, loops int) (*child, error) {
+	if loops == 0 {
+		loops = s.Loops
+	}
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err

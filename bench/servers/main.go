@@ -37,7 +37,7 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.run, "run", "bursty", "experiments to run, comma-separated: bursty, idle, slow, pipeline")
-	flag.StringVar(&o.servers, "servers", "netloop-step,netloop,gnet,nbio,net", "servers to compare, comma-separated")
+	flag.StringVar(&o.servers, "servers", "netloop-step,netloop-step-1,netloop,netloop-1,gnet,gnet-1,nbio,net", "servers to compare, comma-separated")
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved rounds of every server")
 	flag.StringVar(&o.load, "load", "auto", "load generator: redis-benchmark, go, or auto (redis-benchmark if on PATH)")
 	flag.StringVar(&o.out, "out", "", "directory for results.json and rss.png (none: print only)")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,9 @@ func TestServersSpeakRESP(t *testing.T) {
 				stats, err := c.stop()
 				require.NoError(t, err)
 				assert.Contains(t, stats, "commands")
+				if srv.Loops > 0 {
+					assert.Equal(t, strconv.Itoa(srv.Loops), stats["loops"])
+				}
 			}()
 			conn, err := net.Dial("tcp", c.Addr)
 			require.NoError(t, err)

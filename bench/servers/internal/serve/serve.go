@@ -9,7 +9,7 @@
 // prints "ready" on stdout once it accepts connections, serves until SIGTERM
 // or SIGINT, and then prints one line
 //
-//	stats gc-cycles=N [key=value ...]
+//	stats gc-cycles=N commands=N loops=N [key=value ...]
 //
 // and exits with status 0. The driver reads both lines.
 package serve
@@ -60,13 +60,14 @@ func Wait() {
 // cannot grow the server's memory without bound.
 const ReplyLimit = 256 << 10
 
-// Exit prints the stats line, with the process's GC cycle count and the
-// commands the server executed first and extra ("key=value", no spaces)
-// after them, and exits with status 0.
-func Exit(commands uint64, extra ...string) {
+// Exit prints the stats line, with the process's GC cycle count, the
+// commands the server executed and the event loops it ran first and extra
+// ("key=value", no spaces) after them, and exits with status 0.
+func Exit(commands uint64, loops int, extra ...string) {
 	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
 	metrics.Read(s)
-	fields := append([]string{fmt.Sprintf("gc-cycles=%d", s[0].Value.Uint64()), fmt.Sprintf("commands=%d", commands)}, extra...)
+	fields := append([]string{fmt.Sprintf("gc-cycles=%d", s[0].Value.Uint64()),
+		fmt.Sprintf("commands=%d", commands), fmt.Sprintf("loops=%d", loops)}, extra...)
 	fmt.Println("stats " + strings.Join(fields, " "))
 	os.Exit(0)
 }

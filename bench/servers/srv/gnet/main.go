@@ -3,6 +3,7 @@
 package main
 
 import (
+	"runtime"
 	"sync"
 
 	"github.com/idlemux/idlemux/bench/servers/internal/serve"
@@ -54,5 +55,10 @@ func main() {
 		}
 	}()
 	serve.Wait()
-	serve.Exit(h.store.Commands())
+	// gnet's multicore mode runs a loop per CPU unless told how many.
+	loops := runtime.NumCPU()
+	if cfg.Loops > 0 {
+		loops = cfg.Loops
+	}
+	serve.Exit(h.store.Commands(), loops)
 }

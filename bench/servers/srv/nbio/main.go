@@ -50,5 +50,5 @@ func main() {
 	}
 	serve.Ready()
 	serve.Wait()
-	serve.Exit(store.Commands())
+	serve.Exit(store.Commands(), engine.NPoller) // NewEngine filled in its default
 }

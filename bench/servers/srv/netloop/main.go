@@ -51,5 +51,5 @@ func main() {
 		extra = append(extra, fmt.Sprintf("inline=%d", gs.CyclesInline), fmt.Sprintf("background=%d", gs.CyclesBackground),
 			fmt.Sprintf("releases=%d", gs.Releases), fmt.Sprintf("step-ms=%d", gs.StepTime.Milliseconds()))
 	}
-	serve.Exit(store.Commands(), extra...)
+	serve.Exit(store.Commands(), len(st.Loops), extra...)
 }

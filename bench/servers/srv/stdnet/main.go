@@ -65,5 +65,5 @@ func main() {
 	}()
 	serve.Ready()
 	serve.Wait()
-	serve.Exit(store.Commands())
+	serve.Exit(store.Commands(), 0) // no loops of its own
 }
