@@ -190,7 +190,7 @@ func printChecks(w io.Writer, cs []check) {
 		if !c.OK {
 			verdict = "MISSED"
 		}
-		fmt.Fprintf(w, "  %-55s %6.2f  (%s)  %s\n", c.What, c.Ratio, c.Bound, verdict)
+		fmt.Fprintf(w, "  %-60s %6.2f  (%s)  %s\n", c.What, c.Ratio, c.Bound, verdict)
 	}
 }
 
