@@ -2,11 +2,15 @@
 // examples/kv/resp) on five network stacks, each in its own child process
 // so that peak RSS is per server:
 //
-//	netloop-step  idlemux's netloop, idle stepping on
-//	netloop       idlemux's netloop, idle stepping off
-//	gnet          github.com/panjf2000/gnet/v2, multicore
-//	nbio          github.com/lesismal/nbio, its default pollers
-//	net           net.Listener and a goroutine per connection
+//	netloop-step    idlemux's netloop, idle stepping on, a loop per GOMAXPROCS
+//	netloop-step-1  the same with one loop
+//	netloop         idlemux's netloop, idle stepping off
+//	netloop-1       the same with one loop
+//	gnet            github.com/panjf2000/gnet/v2, multicore (a loop per CPU)
+//	gnet-1          the same with one loop
+//	nbio            github.com/lesismal/nbio, its default pollers (one per
+//	                four CPUs, at least one)
+//	net             net.Listener and a goroutine per connection
 //
 // This directory is its own Go module, so that gnet and nbio never enter the
 // library's module graph. The driver builds the servers (srv/...) with the
@@ -31,8 +35,9 @@
 //
 // Servers run interleaved: every round runs each server once, the order
 // rotating from round to round, and the tables show medians over -rounds.
-// The "done when" checks compare netloop with the better of gnet and nbio
-// round by round and report the median ratio.
+// The "done when" checks compare each netloop configuration with the best
+// configuration of gnet and nbio round by round and report the median
+// ratio; -merge pools the rounds of earlier runs.
 //
 // The load comes from redis-benchmark (Debian's redis-tools) when it is on
 // PATH, else from the driver's own Go load generator (-load go forces it):
