@@ -25,10 +25,16 @@ import (
 // Request/response bursts, the workload where idle stepping used to lose
 // (issue 11): clients send requests in bursts separated by silence, the
 // server, a poller.Loop, allocates for every request and replies. With
-// step=on the loop steps with gcstep.NewRuntime.
+// step=on the loop steps with gcstep.NewRuntime; step=keep is the same
+// without emptying the gaps (WithReleaseDelay(0)), to show what returning
+// memory to the OS costs the next burst.
 //
 // One op is one burst and the gap after it, so run it with a fixed count,
-// e.g. -benchtime 5x. Reported per request: p50-ns and p99-ns round trips
+// e.g. -benchtime 4x. Configurations run one after another in one process
+// are not alike: the later ones measured up to 1.4 times the CPU per
+// request of the first even when they did the same thing. For numbers,
+// run each configuration in its own process, interleaved (bench/README.md
+// shows how). Reported per request: p50-ns and p99-ns round trips
 // (nearest rank over every request of the run; the first burst, which
 // warms up the heap, is left out), cpu-ns/req (the process's CPU time:
 // server and clients), loop-syscalls/req (the loop's own system calls:
@@ -76,11 +82,16 @@ type reqServer struct {
 	cancel context.CancelFunc
 }
 
-func newReqServer(step bool, alloc int) (*reqServer, error) {
+func newReqServer(step string, alloc int) (*reqServer, error) {
 	s := &reqServer{lock: gvl.New(), alloc: alloc, part: map[int]int{}, buf: make([]byte, 64*reqSize)}
 	opts := []poller.Option{poller.WithGVL(s.lock)}
-	if step {
+	switch step {
+	case "on":
 		s.rt = gcstep.NewRuntime()
+	case "keep":
+		s.rt = gcstep.NewRuntime(gcstep.WithReleaseDelay(0))
+	}
+	if s.rt != nil {
 		opts = append(opts, poller.WithStepper(s.rt))
 	}
 	l, err := poller.NewLoop(opts...)
@@ -187,9 +198,17 @@ func reqClients(s *reqServer, shape reqShape) ([]net.Conn, error) {
 		return clients, nil
 	}
 	for range shape.clients {
-		p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+		p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 		if err != nil {
 			return clients, err
+		}
+		for _, fd := range p {
+			unix.CloseOnExec(fd)
+			if err := unix.SetNonblock(fd, true); err != nil {
+				unix.Close(p[0])
+				unix.Close(p[1])
+				return clients, err
+			}
 		}
 		cf := os.NewFile(uintptr(p[0]), "client")
 		c, err := net.FileConn(cf)
@@ -279,14 +298,14 @@ func BenchmarkReqResp(b *testing.B) {
 		b.Skip("reads RSS from /proc/self/statm")
 	}
 	for _, shape := range reqShapes {
-		for _, step := range []bool{false, true} {
-			name := fmt.Sprintf("transport=%s/step=%s", shape.name, map[bool]string{false: "off", true: "on"}[step])
+		for _, step := range []string{"off", "on", "keep"} {
+			name := fmt.Sprintf("transport=%s/step=%s", shape.name, step)
 			b.Run(name, func(b *testing.B) { benchReqResp(b, shape, step) })
 		}
 	}
 }
 
-func benchReqResp(b *testing.B, shape reqShape, step bool) {
+func benchReqResp(b *testing.B, shape reqShape, step string) {
 	b.StopTimer()
 	// Every configuration starts from the same heap: what the one before
 	// it left, collected and returned to the OS.
@@ -352,7 +371,7 @@ func benchReqResp(b *testing.B, shape reqShape, step bool) {
 	b.ReportMetric(float64(cpu)/n, "cpu-ns/req")
 	b.ReportMetric(float64(sys)/n, "loop-syscalls/req")
 	b.ReportMetric(rss[len(rss)/2], "rss-after-MiB")
-	if step {
+	if s.rt != nil {
 		b.ReportMetric(float64(st.CyclesInline), "inline")
 		b.ReportMetric(float64(st.CyclesBackground), "background")
 		b.ReportMetric(float64(st.QuietPeriods), "quiet")

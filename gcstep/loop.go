@@ -35,6 +35,12 @@ type Loop struct {
 
 	idleAcc, wallAcc float64       // decaying sums of idle and wall time
 	accAt            time.Duration // when they were last decayed
+
+	// strikes counts recent steps at least a gap long after which work
+	// was waiting, up to maxStrikes: each halves the cover the gaps give
+	// (see coversLocked); a step that long that delayed nothing takes one
+	// back, and a quiet stretch all.
+	strikes int
 }
 
 // How a loop's idleness is predicted (see doc/policy.md).
@@ -42,8 +48,8 @@ const (
 	// gapWindow is how many recent idle gaps (blocking waits that ended
 	// with work and were shorter than the quiet period) are kept.
 	gapWindow = 8
-	// minGaps is how many must be known before they are believed; a
-	// loop with fewer is treated as one that reports nothing.
+	// minGaps is how many must be known before they are believed; until
+	// then no gap covers a cycle.
 	minGaps = 4
 	// coverFactor is how much longer than the loop's median gap a
 	// cycle may be. A step that overruns the gap makes the work that
@@ -61,6 +67,10 @@ const (
 	// shareHalfLife how fast that share forgets.
 	bgShare       = 0.9
 	shareHalfLife = 50 * time.Millisecond
+	// maxStrikes is how many delaying steps in a row stop inline cycles
+	// in a loop's lulls: coverFactor halved that many times is below one
+	// gap.
+	maxStrikes = 3
 )
 
 // Loop returns a new handle for one event loop sharing rt (see Loop).
@@ -108,8 +118,8 @@ func (l *Loop) Step(budget time.Duration) bool {
 func (l *Loop) Idled(d time.Duration) { l.rt.Idled(d) }
 
 // Waited implements LoopObserver: a blocking wait of the loop lasted d,
-// and ended with work or only for the stepper's deferred work. It earns
-// the CPU cap, and tells the loop's gaps and activity.
+// and ended with something ready (work) or timed out. It earns the CPU
+// cap, and tells the loop's gaps and activity.
 func (l *Loop) Waited(d time.Duration, work bool) {
 	l.rt.Idled(d)
 	now := l.rt.env.now()
@@ -121,6 +131,7 @@ func (l *Loop) Waited(d time.Duration, work bool) {
 		// follows is measured afresh, or the first part of every
 		// burst would look idle.
 		l.idleAcc, l.wallAcc, l.accAt = 0, 0, 0
+		l.strikes = 0 // and the next activity is judged afresh
 	} else {
 		l.account(now, d)
 	}
@@ -146,11 +157,21 @@ func (l *Loop) Stepped(d time.Duration, work bool) {
 	if work {
 		l.rt.delayed.Add(1)
 		l.rt.delayNS.Add(int64(d))
-		now := l.rt.env.now()
-		l.mu.Lock()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m := l.medianGapLocked(); m > 0 && d >= m {
+		// A step as long as a gap: the prediction that the lull covers
+		// it was tested.
+		if work {
+			l.strikes = min(l.strikes+1, maxStrikes)
+		} else {
+			l.strikes = max(l.strikes-1, 0)
+		}
+	}
+	if work {
 		l.observed = true
-		l.active(now)
-		l.mu.Unlock()
+		l.active(l.rt.env.now())
 	}
 }
 
@@ -208,13 +229,23 @@ func (l *Loop) coversLocked(est time.Duration) bool {
 	if !l.observed {
 		return true // a caller that reports nothing: its own loop decides
 	}
-	if l.nGaps < minGaps {
+	m := l.medianGapLocked()
+	if m == 0 {
 		return false // not known yet
+	}
+	return coverFactor*m>>l.strikes >= est
+}
+
+// medianGapLocked is the median of the loop's recent gaps, 0 while fewer
+// than minGaps are known. l.mu must be held.
+func (l *Loop) medianGapLocked() time.Duration {
+	if l.nGaps < minGaps {
+		return 0
 	}
 	g := l.gaps
 	s := g[:l.nGaps]
 	slices.Sort(s)
-	return coverFactor*s[len(s)/2] >= est
+	return s[len(s)/2]
 }
 
 // idleShare is the share of the recent past the loop spent idle; 1 for a

@@ -276,3 +276,36 @@ func TestBurstAfterQuietIsNotIdle(t *testing.T) {
 	serve(w, l, 50, 5*time.Microsecond, 512*kib)
 	assert.Zero(t, w.starts, "background cycles in a burst after a silence")
 }
+
+func TestInlineCyclesStopWhenTheyDelayWork(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(0))
+	l := rt.Loop()
+	// Gaps that cover a cycle by the median, but every cycle finds work
+	// waiting after it (the gaps lie: work comes in between).
+	w.gcCost = 300 * time.Microsecond
+	for range 200 {
+		w.t += 200 * time.Microsecond
+		l.Waited(200*time.Microsecond, true)
+		w.alloc(128 * kib)
+		if l.Lull() {
+			start := w.t
+			l.Step(ms)
+			if d := w.t - start; d > 0 {
+				l.Stepped(d, d >= w.gcCost) // a cycle delayed work
+			}
+		}
+	}
+	assert.LessOrEqual(t, w.gcs, maxStrikes+1, "inline cycles that kept delaying work")
+
+	// A quiet stretch forgives.
+	w.t += time.Second
+	l.Waited(time.Second, true)
+	for range 10 {
+		w.t += 200 * time.Microsecond
+		l.Waited(200*time.Microsecond, true)
+	}
+	gcs := w.gcs
+	w.alloc(mib)
+	l.Step(ms)
+	assert.Equal(t, gcs+1, w.gcs, "inline cycles after a quiet stretch")
+}

@@ -18,7 +18,8 @@ import (
 //     (WithMinGarbage, WithLiveRatio) and the idle moment at hand is
 //     predicted to cover the cycle: the caller's recent idle gaps, which
 //     a LoopObserver caller reports, must be long enough for the
-//     estimated cost, and the cost must fit the step's budget. Otherwise
+//     estimated cost (any lull will do for a loop that consumes streams,
+//     see WithStreams), and the cost must fit the step's budget. Otherwise
 //     it may start a cycle for the runtime to run concurrently, when the
 //     caller is idle most of the time, or it leaves the work to the
 //     runtime's pacer.
@@ -58,6 +59,7 @@ type Runtime struct {
 	tokens   time.Duration // CPU-cap bucket: collection time still allowed
 	tokensAt time.Duration // when tokens was last refilled
 	scale    float64       // threshold multiplier >= 1, raised while the cap runs short
+	scaledAt uint64        // allocs when scale was last raised
 
 	cost costModel
 
@@ -314,7 +316,12 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 	if rt.tokens < need {
 		if budget > 0 {
 			rt.stats.DeclinedCap++
-			rt.scale = min(rt.scale*scaleUp, maxScale)
+			// Once per threshold's worth of garbage declined, not
+			// at every step that finds the same cycle unaffordable.
+			if rt.r.allocs-rt.scaledAt >= threshold {
+				rt.scale = min(rt.scale*scaleUp, maxScale)
+				rt.scaledAt = rt.r.allocs
+			}
 		}
 		return false
 	}
@@ -337,8 +344,8 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 // allocating while it marks (see doc/policy.md).
 const backgroundEarly = 2
 
-// How the threshold follows a short CPU cap: up by half at every cycle
-// the cap declines, back down by a fifth at every cycle that leaves the
+// How the threshold follows a short CPU cap: up by half for every
+// threshold's worth of garbage the cap declines to collect, back down by a fifth at every cycle that leaves the
 // bucket at least half full, never more than 16 times the configured one.
 const (
 	scaleUp   = 1.5
@@ -467,6 +474,8 @@ func (rt *Runtime) Stats() Stats {
 // programs that drop a Runtime before they exit, and by tests that check
 // for leaked goroutines.
 func (rt *Runtime) Close() {
+	rt.mu.Lock() // no step is between its check of closed and starting a release
 	rt.closed.Store(true)
+	rt.mu.Unlock()
 	rt.wg.Wait()
 }

@@ -523,3 +523,18 @@ func TestOverrunsCounted(t *testing.T) {
 	assert.EqualValues(t, 1, s.Overruns)
 	assert.Equal(t, 2*ms, s.OverrunTime)
 }
+
+func TestThresholdRisesOncePerDeclinedCycle(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(0.001), WithBackground(false), WithReleaseDelay(0))
+	w.gcCost = 10 * ms // leaves a debt
+	w.alloc(mib)
+	rt.Step(20 * ms)
+	require.Equal(t, 1, w.gcs)
+	w.alloc(mib)
+	for range 100 { // the same cycle, declined at every step
+		rt.Step(20 * ms)
+	}
+	s := rt.Stats()
+	assert.EqualValues(t, 100, s.DeclinedCap)
+	assert.Equal(t, scaleUp, s.ThresholdScale)
+}

@@ -34,7 +34,7 @@ type Conn struct {
 
 	armed    poller.Events // what the loop watches the fd for
 	dirty    bool          // in l.dirty, to be flushed after the callback
-	paused   bool          // output above the write limit: not read
+	paused   bool          // output at the write limit: not read
 	eof      bool          // the peer closed its end
 	closing  bool          // Close, Abort or EOF: close once flushed
 	abort    bool          // close without flushing, with a reset
@@ -47,10 +47,11 @@ type Conn struct {
 
 // Peek returns the input not consumed yet. The slice is valid until
 // Discard or the end of the callback; copy what must outlive it. While
-// unwritten output is above the write limit it returns nothing: the input
-// waits until the peer has read enough of the output.
+// unwritten output is at or above the write limit it returns nothing: the
+// input waits, and is offered again (OnData) once the peer has read enough
+// of the output to bring it below the limit.
 func (c *Conn) Peek() []byte {
-	if c.closing || c.Pending() > c.l.s.cfg.writeLimit {
+	if c.closing || c.Pending() >= c.l.s.cfg.writeLimit {
 		return nil
 	}
 	return c.data
@@ -98,17 +99,22 @@ func (c *Conn) WriteString(s string) (int, error) {
 
 // AppendOutput lets f append to the connection's output buffer in place,
 // as append does (f returns the extended slice), sparing the copy of Write
-// for encoders written in the append style. f must not keep the slice. It
-// returns ErrConnClosed, without calling f, after Close or Abort.
+// for encoders written in the append style. The slice f gets holds exactly
+// the unwritten output (its length is Pending), so f can stop at the write
+// limit. f must not keep the slice. It returns ErrConnClosed, without
+// calling f, after Close or Abort.
 func (c *Conn) AppendOutput(f func(out []byte) []byte) error {
 	if c.closing || c.closed {
 		return ErrConnClosed
 	}
 	if c.out == nil {
 		c.out = getBuf()
+	} else if c.outR > 0 {
+		*c.out = append((*c.out)[:0], (*c.out)[c.outR:]...)
+		c.outR = 0
 	}
 	*c.out = f(*c.out)
-	if len(*c.out) > c.outR {
+	if len(*c.out) > 0 {
 		c.l.markDirty(c)
 	}
 	return nil
@@ -212,4 +218,18 @@ func (c *Conn) Post(fn func(c *Conn)) error {
 func (c *Conn) AsyncWrite(p []byte) error {
 	p = append([]byte(nil), p...)
 	return c.Post(func(c *Conn) { c.Write(p) })
+}
+
+// AfterFunc calls f(c) on the connection's loop once d has passed, unless
+// the connection has closed by then, and flushes what f writes: a delayed
+// reply, a heartbeat. The returned Timer's Stop cancels the call. It may
+// be called from any goroutine.
+func (c *Conn) AfterFunc(d time.Duration, f func(c *Conn)) *poller.Timer {
+	return c.l.pl.AfterFunc(d, func() {
+		if c.closed {
+			return
+		}
+		c.l.call(c, func() { f(c) })
+		c.l.flushDirty()
+	})
 }

@@ -4,13 +4,15 @@
 //
 // A Server accepts connections and spreads them over several loops (one
 // per GOMAXPROCS by default), each run by its own goroutine holding its own
-// gvl.Lock, all sharing one gcstep.Stepper (the collector is process-wide).
-// A Handler sees each connection open, receive data and close:
+// gvl.Lock, all sharing one gcstep.Stepper (the collector is process-wide;
+// each loop steps at its own idle moments, see WithStepper). A Handler sees
+// each connection open, receive data and close:
 //
 //	srv, err := netloop.Listen("tcp", "127.0.0.1:6380", netloop.HandlerFuncs{
-//		Data: func(c *netloop.Conn) {
-//			c.Write(c.Peek()) // an echo server
-//			c.Discard(len(c.Peek()))
+//		Data: func(c *netloop.Conn) { // an echo server
+//			in := c.Peek()
+//			c.Write(in)
+//			c.Discard(len(in))
 //		},
 //	})
 //	...
@@ -25,7 +27,9 @@
 // writable. A connection whose unwritten output passes the write limit
 // stops being read (Peek returns nothing) until the peer catches up, so a
 // peer that sends requests without reading replies cannot make the server
-// hold more than about the limit for it.
+// hold more than about the limit for it. A peer's end of file (it closed,
+// or shut down its writing half) ends the reading: what is pending is
+// written, then the connection closes, with no busy loop in between.
 //
 // Idle connections hold no buffers: the loop reads into one buffer it
 // owns, and a connection borrows a pooled buffer only while it has a

@@ -14,7 +14,10 @@ type Handler interface {
 	// yet consumed, the new ones after what an earlier call left. Consume
 	// with Discard what was handled; the rest is offered again, with
 	// more, at the next call. While the connection's unwritten output is
-	// above the write limit, Peek returns nothing and the bytes wait.
+	// at or above the write limit, Peek returns nothing and the bytes wait:
+	// OnData is called again once the output drains below the limit. A
+	// handler that stops early for reasons of its own is called again
+	// only when more bytes arrive.
 	OnData(c *Conn)
 	// OnClose is called once when the connection is closed, after its fd
 	// is: reason is nil after Close or Abort, io.EOF when the peer closed

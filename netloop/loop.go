@@ -267,7 +267,7 @@ func (l *loop) deliver(c *Conn) {
 		l.closeConn(c, ErrReadLimit)
 		return
 	}
-	if c.Pending() > l.s.cfg.writeLimit && !c.paused {
+	if c.Pending() >= l.s.cfg.writeLimit && !c.paused {
 		c.paused = true
 		l.c.pauses.Add(1)
 		l.markDirty(c) // flush updates what the fd is watched for
@@ -335,7 +335,7 @@ func (l *loop) flush(c *Conn) {
 		l.closeConn(c, c.reason)
 		return
 	}
-	resume := c.paused && pending <= l.s.cfg.writeLimit
+	resume := c.paused && pending < l.s.cfg.writeLimit
 	if resume {
 		c.paused = false
 	}

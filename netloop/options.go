@@ -11,7 +11,7 @@ import (
 
 // Defaults of the options.
 const (
-	// DefaultWriteLimit is the unwritten output above which a connection
+	// DefaultWriteLimit is the unwritten output at which a connection
 	// stops being read. 256 KiB holds a burst of pipelined replies, and
 	// bounds what a peer that never reads costs the server.
 	DefaultWriteLimit = 256 << 10
@@ -69,8 +69,7 @@ func positive(what string, n int) {
 // runtime.GOMAXPROCS(0), one per core the Go scheduler uses. Each loop is
 // a thread that sleeps in the kernel when idle: with clients (or other
 // busy processes) on the same cores, fewer loops than cores can serve
-// more, with fewer context switches (see bench/README.md). It panics if n
-// is not positive.
+// more, with fewer context switches. It panics if n is not positive.
 func WithLoops(n int) Option {
 	positive("loop count", n)
 	return func(c *config) { c.loops = n }
@@ -123,7 +122,7 @@ func WithNoDelay(on bool) Option {
 	return func(c *config) { c.noDelay = on }
 }
 
-// WithWriteLimit sets the unwritten output above which a connection is no
+// WithWriteLimit sets the unwritten output at which a connection is no
 // longer read (DefaultWriteLimit). It panics if n is not positive.
 func WithWriteLimit(n int) Option {
 	positive("write limit", n)
