@@ -12,14 +12,15 @@ import (
 
 // idleResult is what holding Conns idle connections cost one server.
 type idleResult struct {
-	Server  string  `json:"server"`
-	Round   int     `json:"round"`
-	Conns   int     `json:"conns"`
-	Before  uint64  `json:"before_rss"` // RSS with one connection served, settled
-	Held    uint64  `json:"held_rss"`   // RSS after the connections sat idle for Settle
-	Peak    uint64  `json:"peak_rss"`
-	PerConn float64 `json:"per_conn_bytes"` // (Held-Before)/Conns
-	CPU     float64 `json:"cpu_s"`
+	Server  string            `json:"server"`
+	Round   int               `json:"round"`
+	Conns   int               `json:"conns"`
+	Before  uint64            `json:"before_rss"` // RSS with one connection served, settled
+	Held    uint64            `json:"held_rss"`   // RSS after the connections sat idle for Settle
+	Peak    uint64            `json:"peak_rss"`
+	PerConn float64           `json:"per_conn_bytes"` // (Held-Before)/Conns
+	CPU     float64           `json:"cpu_s"`
+	Stats   map[string]string `json:"server_stats"` // what the server printed at exit
 }
 
 // raiseNoFile raises this process's soft limit on open files to the hard
@@ -41,13 +42,19 @@ func raiseNoFile() (uint64, error) {
 // runIdle opens conns connections to srv, has each one served once (a PING,
 // so the server has touched whatever it keeps per connection), leaves them
 // idle for settle and measures what they cost.
-func runIdle(binDir string, srv server, conns int, settle time.Duration, round int) (idleResult, error) {
+func runIdle(binDir string, srv server, conns int, settle time.Duration, round int) (r idleResult, err error) {
 	c, err := startServer(binDir, srv, 0)
 	if err != nil {
 		return idleResult{}, err
 	}
-	defer c.stop()
-	r := idleResult{Server: srv.Name, Round: round, Conns: conns}
+	defer func() {
+		stats, serr := c.stop()
+		r.Stats = stats
+		if err == nil {
+			err = serr
+		}
+	}()
+	r = idleResult{Server: srv.Name, Round: round, Conns: conns}
 	time.Sleep(settle)
 	st, err := readStatus(c.Pid())
 	if err != nil {
