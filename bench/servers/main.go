@@ -210,6 +210,9 @@ func run(o options) error {
 			return fmt.Errorf("unknown experiment %q (want bursty, idle, slow or pipeline)", exp)
 		}
 	}
+	if o.smoke {
+		fmt.Println("(smoke: sizes far too small for these numbers to mean anything; it checks that everything runs)")
+	}
 	printAll(rep)
 	if o.out != "" {
 		if err := writeResults(o, rep); err != nil {
