@@ -1,0 +1,55 @@
+// Command netloop is the comparison's RESP server on idlemux's netloop:
+// one loop per GOMAXPROCS with -loops 0, or -loops N, all sharing one
+// gcstep.Runtime when -stepper=on.
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/idlemux/idlemux/bench/servers/internal/serve"
+	"github.com/idlemux/idlemux/examples/kv/resp"
+	"github.com/idlemux/idlemux/gcstep"
+	"github.com/idlemux/idlemux/netloop"
+)
+
+func main() {
+	stepper := flag.Bool("stepper", true, "collect garbage while the loops are idle")
+	cfg := serve.Parse()
+	var store resp.Store
+	var opts []netloop.Option
+	if cfg.Loops > 0 {
+		opts = append(opts, netloop.WithLoops(cfg.Loops))
+	}
+	var rt *gcstep.Runtime
+	if *stepper {
+		rt = gcstep.NewRuntime()
+		opts = append(opts, netloop.WithStepper(rt))
+	}
+	srv, err := netloop.Listen("tcp", cfg.Addr, netloop.HandlerFuncs{Data: func(c *netloop.Conn) {
+		var n int
+		var quit bool
+		c.AppendOutput(func(out []byte) []byte {
+			out, n, quit = store.Serve(out, c.Peek(), serve.ReplyLimit)
+			return out
+		})
+		c.Discard(n)
+		if quit {
+			c.Close()
+		}
+	}}, opts...)
+	if err != nil {
+		serve.Fatalf("netloop: %v", err)
+	}
+	go srv.Serve()
+	serve.Ready()
+	serve.Wait()
+	st := srv.Stats()
+	extra := []string{fmt.Sprintf("accepted=%d", st.Accepted), fmt.Sprintf("pauses=%d", st.Pauses)}
+	if rt != nil {
+		gs := rt.Stats()
+		extra = append(extra, fmt.Sprintf("inline=%d", gs.CyclesInline), fmt.Sprintf("background=%d", gs.CyclesBackground),
+			fmt.Sprintf("releases=%d", gs.Releases), fmt.Sprintf("step-ms=%d", gs.StepTime.Milliseconds()))
+	}
+	serve.Exit(store.Commands(), len(st.Loops), extra...)
+}
