@@ -46,7 +46,7 @@ func (m *Mux) Stats() Stats { return m.c.snapshot() }
 // and steps when nothing is ready, as the package comment describes.
 func (m *Mux) Poll(fds []unix.PollFd, timeout time.Duration) (int, error) {
 	n, err := m.idle.wait(timeout, false, new(true), func(t time.Duration) (int, error) {
-		return m.c.poll(fds, t)
+		return m.pollWait(fds, t)
 	})
 	if err != nil {
 		return 0, os.NewSyscallError(pollName, err)
@@ -76,6 +76,11 @@ func (m *Mux) Select(r, w, e []int, timeout time.Duration) (rr, wr, er []int, er
 	}
 	var out [3]unix.FdSet
 	n, err := m.idle.wait(timeout, false, new(true), func(t time.Duration) (int, error) {
+		if m.park(t, func(p *parker) bool {
+			return addSelect(p, r, unix.POLLIN) && addSelect(p, w, unix.POLLOUT) && addSelect(p, e, unix.POLLPRI)
+		}) {
+			t = 0
+		}
 		out = in
 		return m.c.sel(nfd, &out[0], &out[1], &out[2], t)
 	})
@@ -117,7 +122,7 @@ func (m *Mux) WaitFD(fd int, ev Events, timeout time.Duration) (Events, error) {
 	}
 	p := [1]unix.PollFd{{Fd: int32(fd), Events: toPoll(ev)}}
 	n, err := m.idle.wait(timeout, true, new(true), func(t time.Duration) (int, error) {
-		return m.c.poll(p[:], t)
+		return m.pollWait(p[:], t)
 	})
 	if err != nil {
 		return 0, os.NewSyscallError(pollName, err)
@@ -135,6 +140,9 @@ func (m *Mux) waitSelect(fd int, ev Events, timeout time.Duration) (Events, erro
 	}
 	var r, w, e unix.FdSet
 	n, err := m.idle.wait(timeout, true, new(true), func(t time.Duration) (int, error) {
+		if m.park(t, func(p *parker) bool { return p.add(int32(fd), toPoll(ev)) }) {
+			t = 0
+		}
 		r.Zero()
 		w.Zero()
 		e.Zero()
@@ -171,4 +179,51 @@ func (m *Mux) waitSelect(fd int, ev Events, timeout time.Duration) (Events, erro
 	}
 	m.c.events.Add(1)
 	return got, nil
+}
+
+// pollWait is poll(2) on fds with timeout t, or, for a blocking wait of a
+// Mux that shares a lock, a wait parked in the netpoller followed by a
+// zero-timeout poll(2) that says what is ready.
+func (m *Mux) pollWait(fds []unix.PollFd, t time.Duration) (int, error) {
+	if m.park(t, func(p *parker) bool {
+		for i := range fds {
+			if fds[i].Fd >= 0 && !p.add(fds[i].Fd, fds[i].Events) {
+				return false
+			}
+		}
+		return true
+	}) {
+		t = 0
+	}
+	return m.c.poll(fds, t)
+}
+
+// park makes a blocking wait (t nonzero) of a Mux that shares a lock wait
+// parked in Go's netpoller instead of blocking its thread (park_linux.go
+// says why), for the fds add gives the parker. It reports whether it did:
+// then the wait has ended (something may be ready, or t has passed) and
+// the caller asks with a zero timeout; otherwise the caller makes its
+// blocking call as usual. A Mux without a lock, or a zero t, never parks:
+// one goroutine blocking its own thread pays no convoy.
+func (m *Mux) park(t time.Duration, add func(p *parker) bool) bool {
+	if t == 0 || m.idle.lock == nil {
+		return false
+	}
+	p := getParker(&m.c)
+	if p == nil {
+		return false
+	}
+	ok := add(p) && p.park(&m.c, t)
+	putParker(p)
+	return ok
+}
+
+// addSelect adds each fd of list to p with the poll(2) events ev.
+func addSelect(p *parker, list []int, ev int16) bool {
+	for _, fd := range list {
+		if !p.add(int32(fd), ev) {
+			return false
+		}
+	}
+	return true
 }
