@@ -16,25 +16,26 @@ import (
 // thread in ppoll(2) or select(2) while it waits with the lock released:
 // the woken thread has to get a P back from the scheduler, and the lock
 // handoff that follows readies a goroutine on a P that is itself about to
-// block in a system call. Every hop of a ping-pong then costs several
-// thread wakeups (see bench/README.md). A parker instead parks the
-// goroutine the way os.File.Read does: the fds to wait for are added to a
-// private epoll instance, that instance's fd is registered with the
-// runtime's netpoller (through os.NewFile, as a nonblocking file), and the
-// goroutine waits for it with RawConn.Read, which parks it until the
-// instance reports something or the read deadline passes. No thread is
-// blocked and the goroutine is woken by the runtime's own scheduler.
+// block in a system call, so every hop of a ping-pong costs several thread
+// wakeups (bench/README.md has the numbers). A parker parks the goroutine
+// the way os.File.Read does instead: the fds to wait for are armed in a
+// private epoll instance, the instance's fd is registered with the
+// runtime's netpoller (os.NewFile of a nonblocking fd), and the goroutine
+// waits for it with RawConn.Read, which parks it until the instance has
+// something to report or the read deadline passes. No thread blocks, and
+// the runtime's scheduler wakes the goroutine.
 //
-// The parker only says "something may be ready". The caller then asks the
-// kernel with its own call (ppoll or select) and a zero timeout, so what
-// Poll, Select and WaitFD report, closed fds and hangups included, is
-// exactly what those calls report.
+// Once woken, the parker collects what the instance reports with a
+// zero-timeout epoll_wait. Epoll asks each fd the same question poll(2)
+// and select(2) ask (the file's poll method, filtered by the events asked
+// for plus POLLERR and POLLHUP), so Poll and WaitFD report what ppoll
+// would, and Select maps the bits to its three sets as select(2) does.
 //
-// Fds the kernel will not add to an epoll instance (regular files and
-// directories: EPERM; a closed fd: EBADF) make park report false, and the
-// caller waits the old way, blocking its thread; so do more than
-// maxParkFDs distinct fds, for which adding and removing each would cost
-// more than the thread wakeups saved.
+// Fds the kernel will not put in an epoll instance (regular files and
+// directories: EPERM; a closed fd: EBADF), and waits on more than
+// maxParkFDs distinct fds, make park report false: the caller then waits
+// the old way, blocking its thread, with the old call's semantics
+// (POLLNVAL for a closed fd, EBADF from select).
 
 // maxParkFDs bounds the distinct fds one parked wait adds: each costs two
 // epoll_ctl calls.
@@ -51,22 +52,58 @@ const maxIdleParkers = 16
 const parkEvents = unix.EPOLLIN | unix.EPOLLPRI | unix.EPOLLOUT | unix.EPOLLRDNORM |
 	unix.EPOLLRDBAND | unix.EPOLLWRNORM | unix.EPOLLWRBAND | unix.EPOLLRDHUP
 
+// What select(2) counts as readable, writable and exceptional, as poll(2)
+// bits (the kernel's POLLIN_SET, POLLOUT_SET and POLLEX_SET); a parked
+// Select arms each fd for the sets it is in and reports it in a set if its
+// bits meet that set's.
+const (
+	selectIn  = unix.EPOLLIN | unix.EPOLLRDNORM | unix.EPOLLRDBAND | unix.EPOLLHUP | unix.EPOLLERR
+	selectOut = unix.EPOLLOUT | unix.EPOLLWRNORM | unix.EPOLLWRBAND | unix.EPOLLERR
+	selectEx  = unix.EPOLLPRI
+)
+
 // A parker is a nonblocking epoll instance registered with Go's netpoller.
 // It is used by one goroutine at a time.
+//
+// The fds of a wait stay in the instance after it, one-shot (EPOLLONESHOT),
+// so that the next wait on the same fd, usually the same goroutine's next
+// one, costs one EPOLL_CTL_MOD (which also finds an fd closed and its
+// number reused: a different file to epoll, ENOENT) instead of an add and
+// a delete. Two kernel rules make that safe:
+//   - an entry that epoll_wait reported is disarmed and off the ready list
+//     until the next MOD, so nothing can happen to it in between;
+//   - MOD wakes the instance's waiters if the fd is ready, but only if the
+//     entry is not on the ready list already; an armed entry that was not
+//     reported (its wait ended for another fd, or at its deadline) may be
+//     there, with the wakeup it made long consumed.
+//
+// So a parker with armed entries left (dirty) drains the instance with a
+// zero-timeout epoll_wait before it arms anything, after the netpoller
+// has forgotten earlier wakeups: whatever becomes ready after the drain
+// wakes the wait that is about to park.
 type parker struct {
 	epfd     int
 	f        *os.File // owns epfd
 	rc       syscall.RawConn
-	deadline bool // a read deadline is set on f
+	deadline bool              // a read deadline is set on f
+	reg      []parkEntry       // the fds in the instance, oldest first
+	dirty    bool              // some entry of reg is armed
+	evs      []unix.EpollEvent // the last drain's reports: evs[:nev]
+	nev      int
 
 	// One wait's state, set by park.
 	c     *counters
 	fds   []parkFD // distinct fds to wait for
-	added int      // fds[:added] are in the instance
-	err   error    // epoll_ctl's error from arm
+	err   error    // an error of arm's system calls
 	armed bool
 	armFn func(uintptr) bool // p.arm, bound once so a wait allocates nothing
 	ev    unix.EpollEvent    // epoll_ctl's argument, kept here so it is not allocated
+}
+
+// A parkEntry is one fd in a parker's instance.
+type parkEntry struct {
+	fd    int32
+	armed bool // registered or modified since the last report of it
 }
 
 // A parkFD is one fd and the poll(2) events to wait for.
@@ -133,7 +170,7 @@ func newParker(c *counters) (*parker, error) {
 		f.Close()
 		return nil, errNotPollable
 	}
-	p := &parker{epfd: fd, f: f, rc: rc}
+	p := &parker{epfd: fd, f: f, rc: rc, evs: make([]unix.EpollEvent, maxParkFDs)}
 	p.armFn = p.arm
 	return p, nil
 }
@@ -163,10 +200,11 @@ func closeIdleParkers() {
 	}
 }
 
-// add adds fd and the poll(2) events ev to the wait being prepared,
-// merging repeats of an fd. It reports false once there are too many.
-func (p *parker) add(fd int32, ev int16) bool {
-	e := uint32(uint16(ev)) & parkEvents
+// add adds fd and the poll(2) events ev (a PollFd's Events, or one of
+// the select sets) to the wait being prepared, merging repeats of an fd.
+// It reports false once there are too many fds.
+func (p *parker) add(fd int32, ev uint32) bool {
+	e := ev & parkEvents
 	for i := range p.fds {
 		if p.fds[i].fd == fd {
 			p.fds[i].ev |= e
@@ -181,11 +219,11 @@ func (p *parker) add(fd int32, ev int16) bool {
 }
 
 // park waits, with the goroutine parked in the netpoller, until one of the
-// fds given to add may be ready or timeout (nonzero; negative: none)
-// passes. It reports false if it could not wait that way (an fd the kernel
-// would not add); the caller then waits on its thread. Either way the
-// caller learns what is ready from its own zero-timeout call.
-func (p *parker) park(c *counters, timeout time.Duration) bool {
+// fds given to add is ready or timeout (nonzero; negative: none) passes,
+// and collects what is ready (see revents). It reports false if it could
+// not wait that way (an fd the kernel would not take); the caller then
+// waits on its thread. err is the collecting epoll_wait's, a raw errno.
+func (p *parker) park(c *counters, timeout time.Duration) (ok bool, err error) {
 	if timeout > 0 {
 		p.f.SetReadDeadline(time.Now().Add(timeout))
 		p.deadline = true
@@ -193,35 +231,134 @@ func (p *parker) park(c *counters, timeout time.Duration) bool {
 		p.f.SetReadDeadline(time.Time{})
 		p.deadline = false
 	}
-	p.c, p.added, p.err, p.armed = c, 0, nil, false
+	p.c, p.err, p.armed, p.nev = c, nil, false, 0
+	defer func() { p.c = nil }()
 	// RawConn.Read calls arm once the netpoller has forgotten any earlier
-	// readiness of the instance, so the fds are added after that and a
-	// readiness that comes with them (an fd ready already) is not lost: it
-	// wakes the instance's waiters, parking or not yet.
-	err := p.rc.Read(p.armFn)
-	for _, t := range p.fds[:p.added] {
-		// A failure means the fd was closed meanwhile: the kernel has
-		// forgotten it already.
-		c.epollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(t.fd), &p.ev)
+	// readiness of the instance, so a readiness that comes while the fds
+	// are armed, or that arming finds, wakes the wait that is about to
+	// park.
+	rerr := p.rc.Read(p.armFn)
+	if p.err != nil || rerr != nil && !errors.Is(rerr, os.ErrDeadlineExceeded) {
+		return false, nil
 	}
-	p.c = nil
-	return p.err == nil && (err == nil || errors.Is(err, os.ErrDeadlineExceeded))
+	return true, p.drain()
 }
 
-// arm is the RawConn.Read callback: the first call adds the fds and asks
+// arm is the RawConn.Read callback: the first call arms the fds and asks
 // to park; the call after a wakeup ends the wait.
 func (p *parker) arm(uintptr) bool {
 	if p.armed {
 		return true
 	}
 	p.armed = true
-	for _, t := range p.fds {
-		p.ev = unix.EpollEvent{Events: t.ev, Fd: t.fd}
-		if err := p.c.epollCtl(p.epfd, unix.EPOLL_CTL_ADD, int(t.fd), &p.ev); err != nil {
-			p.err = err
+	if p.dirty {
+		if p.err = p.drain(); p.err != nil {
 			return true
 		}
-		p.added++
+	}
+	for _, t := range p.fds {
+		if p.err = p.register(t); p.err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// drain collects the instance's reports into p.evs without waiting,
+// disarming the entries reported.
+func (p *parker) drain() error {
+	p.nev = 0
+	n, err := p.c.epollWait(p.epfd, p.evs[:max(len(p.reg), 1)], 0)
+	if err != nil {
+		return err
+	}
+	p.nev = n
+	p.dirty = false
+	for i := range p.reg {
+		e := &p.reg[i]
+		if e.armed && p.reported(e.fd) {
+			e.armed = false
+		}
+		p.dirty = p.dirty || e.armed
+	}
+	return nil
+}
+
+func (p *parker) reported(fd int32) bool {
+	for _, ev := range p.evs[:p.nev] {
+		if ev.Fd == fd {
+			return true
+		}
+	}
+	return false
+}
+
+// revents returns what the last drain reported for fd, as poll(2) bits.
+func (p *parker) revents(fd int32) uint32 {
+	for _, ev := range p.evs[:p.nev] {
+		if ev.Fd == fd {
+			return ev.Events
+		}
+	}
+	return 0
+}
+
+// register arms t in the instance: MOD if the parker has the fd, ADD if
+// not (or if MOD finds the number is another file now), making room first.
+func (p *parker) register(t parkFD) error {
+	p.ev = unix.EpollEvent{Events: t.ev | unix.EPOLLONESHOT, Fd: t.fd}
+	if i := p.find(t.fd); i >= 0 {
+		err := p.c.epollCtl(p.epfd, unix.EPOLL_CTL_MOD, int(t.fd), &p.ev)
+		if err == nil {
+			p.reg[i].armed, p.dirty = true, true
+			return nil
+		}
+		p.drop(i)
+		if err != unix.ENOENT {
+			return err
+		}
+	}
+	if len(p.reg) >= maxParkFDs {
+		p.evict()
+	}
+	if err := p.c.epollCtl(p.epfd, unix.EPOLL_CTL_ADD, int(t.fd), &p.ev); err != nil {
+		return err
+	}
+	p.reg = append(p.reg, parkEntry{fd: t.fd, armed: true})
+	p.dirty = true
+	return nil
+}
+
+func (p *parker) find(fd int32) int {
+	for i := range p.reg {
+		if p.reg[i].fd == fd {
+			return i
+		}
+	}
+	return -1
+}
+
+func (p *parker) drop(i int) { p.reg = append(p.reg[:i], p.reg[i+1:]...) }
+
+// evict removes the oldest entry that is not one of this wait's fds.
+func (p *parker) evict() {
+	for i, e := range p.reg {
+		if p.isTarget(e.fd) {
+			continue
+		}
+		// A failure means the fd was closed: the kernel has forgotten
+		// its entry already. p.ev is not read by DEL.
+		p.c.epollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(e.fd), &p.ev)
+		p.drop(i)
+		return
+	}
+}
+
+func (p *parker) isTarget(fd int32) bool {
+	for _, t := range p.fds {
+		if t.fd == fd {
+			return true
+		}
 	}
 	return false
 }
