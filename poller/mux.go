@@ -297,6 +297,7 @@ func (m *Mux) park(t time.Duration, add func(p *parker) bool, got func(p *parker
 	if !ok {
 		return 0, nil, false
 	}
+	m.c.parked.Add(1)
 	if err != nil {
 		return 0, err, true
 	}

@@ -67,28 +67,27 @@ const (
 //
 // The fds of a wait stay in the instance after it, one-shot (EPOLLONESHOT),
 // so that the next wait on the same fd, usually the same goroutine's next
-// one, costs one EPOLL_CTL_MOD (which also finds an fd closed and its
-// number reused: a different file to epoll, ENOENT) instead of an add and
-// a delete. Two kernel rules make that safe:
-//   - an entry that epoll_wait reported is disarmed and off the ready list
-//     until the next MOD, so nothing can happen to it in between;
-//   - MOD wakes the instance's waiters if the fd is ready, but only if the
-//     entry is not on the ready list already; an armed entry that was not
-//     reported (its wait ended for another fd, or at its deadline) may be
-//     there, with the wakeup it made long consumed.
-//
-// So a parker with armed entries left (dirty) drains the instance with a
-// zero-timeout epoll_wait before it arms anything, after the netpoller
-// has forgotten earlier wakeups: whatever becomes ready after the drain
-// wakes the wait that is about to park.
+// one, costs one EPOLL_CTL_MOD instead of an add and a delete. MOD also
+// finds an fd closed and its number reused: a different file to epoll,
+// ENOENT. It is safe only on an entry the last drain reported: epoll_wait
+// disarms a one-shot entry it reports and takes it off the ready list, so
+// nothing happens to it until MOD, and MOD wakes the instance's waiters if
+// the fd is ready. An entry still armed (its wait ended at the deadline,
+// or for another fd, or the drain failed) may sit on the ready list with
+// its wakeup long consumed, and MOD would not wake anybody for it: such an
+// entry is deleted and added again, since ADD always looks. An armed entry
+// of another fd may wake a later wait once; that wait finds nothing and
+// waits again. Each entry carries a generation in its event data, so that
+// an entry left behind for a closed fd whose file lives on (in a dup)
+// cannot be taken for the entry of the fd that now has its number.
 type parker struct {
 	epfd     int
 	f        *os.File // owns epfd
 	rc       syscall.RawConn
 	deadline bool              // a read deadline is set on f
 	reg      []parkEntry       // the fds in the instance, oldest first
-	dirty    bool              // some entry of reg is armed
-	evs      []unix.EpollEvent // the last drain's reports: evs[:nev]
+	gen      uint32            // the last generation given to an entry
+	evs      []unix.EpollEvent // the last drain's reports of entries of reg: evs[:nev]
 	nev      int
 
 	// One wait's state, set by park.
@@ -103,7 +102,8 @@ type parker struct {
 // A parkEntry is one fd in a parker's instance.
 type parkEntry struct {
 	fd    int32
-	armed bool // registered or modified since the last report of it
+	gen   uint32 // in the event data (Pad) beside fd
+	armed bool   // added or modified since a drain last reported it
 }
 
 // A parkFD is one fd and the poll(2) events to wait for.
@@ -251,11 +251,6 @@ func (p *parker) arm(uintptr) bool {
 		return true
 	}
 	p.armed = true
-	if p.dirty {
-		if p.err = p.drain(); p.err != nil {
-			return true
-		}
-	}
 	for _, t := range p.fds {
 		if p.err = p.register(t); p.err != nil {
 			return true
@@ -272,25 +267,15 @@ func (p *parker) drain() error {
 	if err != nil {
 		return err
 	}
-	p.nev = n
-	p.dirty = false
-	for i := range p.reg {
-		e := &p.reg[i]
-		if e.armed && p.reported(e.fd) {
-			e.armed = false
+	// Keep the reports of current entries, which are disarmed now.
+	for _, ev := range p.evs[:n] {
+		if i := p.find(ev.Fd); i >= 0 && p.reg[i].gen == uint32(ev.Pad) {
+			p.reg[i].armed = false
+			p.evs[p.nev] = ev
+			p.nev++
 		}
-		p.dirty = p.dirty || e.armed
 	}
 	return nil
-}
-
-func (p *parker) reported(fd int32) bool {
-	for _, ev := range p.evs[:p.nev] {
-		if ev.Fd == fd {
-			return true
-		}
-	}
-	return false
 }
 
 // revents returns what the last drain reported for fd, as poll(2) bits.
@@ -303,18 +288,24 @@ func (p *parker) revents(fd int32) uint32 {
 	return 0
 }
 
-// register arms t in the instance: MOD if the parker has the fd, ADD if
-// not (or if MOD finds the number is another file now), making room first.
+// register arms t in the instance: MOD if the parker has the fd
+// disarmed, ADD if it has not (deleting an armed entry first, and adding
+// when MOD finds the number is another file now), making room first.
 func (p *parker) register(t parkFD) error {
-	p.ev = unix.EpollEvent{Events: t.ev | unix.EPOLLONESHOT, Fd: t.fd}
+	p.gen++
+	p.ev = unix.EpollEvent{Events: t.ev | unix.EPOLLONESHOT, Fd: t.fd, Pad: int32(p.gen)}
 	if i := p.find(t.fd); i >= 0 {
-		err := p.c.epollCtl(p.epfd, unix.EPOLL_CTL_MOD, int(t.fd), &p.ev)
-		if err == nil {
-			p.reg[i].armed, p.dirty = true, true
+		op := unix.EPOLL_CTL_MOD
+		if p.reg[i].armed {
+			op = unix.EPOLL_CTL_DEL
+		}
+		err := p.c.epollCtl(p.epfd, op, int(t.fd), &p.ev)
+		if err == nil && op == unix.EPOLL_CTL_MOD {
+			p.reg[i].armed, p.reg[i].gen = true, p.gen
 			return nil
 		}
 		p.drop(i)
-		if err != unix.ENOENT {
+		if err != nil && err != unix.ENOENT {
 			return err
 		}
 	}
@@ -324,8 +315,7 @@ func (p *parker) register(t parkFD) error {
 	if err := p.c.epollCtl(p.epfd, unix.EPOLL_CTL_ADD, int(t.fd), &p.ev); err != nil {
 		return err
 	}
-	p.reg = append(p.reg, parkEntry{fd: t.fd, armed: true})
-	p.dirty = true
+	p.reg = append(p.reg, parkEntry{fd: t.fd, gen: p.gen, armed: true})
 	return nil
 }
 
