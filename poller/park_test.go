@@ -272,6 +272,7 @@ func TestLockedWaitsManyGoroutines(t *testing.T) {
 	// own pipe, and are woken in an order of the writer's choosing: each
 	// gets its byte, and no fd outlives the waits.
 	const n = 40
+	poller.CloseIdleParkers()
 	before := poller.OpenFDs(t)
 	pipes := make([]*fdPair, n)
 	for i := range pipes {
@@ -316,15 +317,23 @@ func TestLockedWaitsManyGoroutines(t *testing.T) {
 func TestMuxRestsAfterNoMoreWork(t *testing.T) {
 	// Once a step reports no more work, the Mux offers none for one step
 	// budget, then offers again.
-	const budget = 100 * time.Millisecond
+	const budget = 200 * time.Millisecond
 	p := newPipe(t)
-	p.write(p.w, "x") // always ready: every WaitFD returns after its step
 	st := &stepper{more: never}
 	m := poller.New(poller.WithStepper(st), poller.WithStepBudget(budget))
 	wait := func() {
-		got, err := m.WaitFD(p.r, poller.Read, 10*budget)
+		// The byte comes after the step and the poll after it, so the
+		// call sees the step's "no more" and blocks.
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			time.Sleep(2 * time.Millisecond)
+			p.write(p.w, "x")
+		})
+		got, err := m.WaitFD(p.r, poller.Read, -1)
+		wg.Wait()
 		require.NoError(t, err)
 		require.Equal(t, poller.Read, got)
+		drain(p.r)
 	}
 	start := time.Now()
 	wait()
