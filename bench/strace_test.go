@@ -81,7 +81,7 @@ func straceChild(t *testing.T) {
 			continue
 		}
 		for _, useSelect := range []bool{false, true} {
-			if _, err := pingPongGVL(straceRounds, useSelect, false, b); err != nil {
+			if _, err := pingPongGVL(nil, straceRounds, useSelect, false, b); err != nil {
 				t.Fatal(err)
 			}
 		}
