@@ -96,7 +96,9 @@ type parker struct {
 	err   error    // an error of arm's system calls
 	armed bool
 	armFn func(uintptr) bool // p.arm, bound once so a wait allocates nothing
-	ev    unix.EpollEvent    // epoll_ctl's argument, kept here so it is not allocated
+	// collided is set when a wait asked for the parker's own fd.
+	collided bool
+	ev       unix.EpollEvent // epoll_ctl's argument, kept here so it is not allocated
 }
 
 // A parkEntry is one fd in a parker's instance.
@@ -176,8 +178,17 @@ func newParker(c *counters) (*parker, error) {
 }
 
 // putParker returns p to the pool, or closes it if the pool is full.
+//
+// A parker that found a caller's fd number to be its own is closed, not
+// kept: the caller then waits on its thread for a number that is closed
+// again, and is told so (POLLNVAL, EBADF), instead of waiting on the
+// parker's epoll instance.
 func putParker(p *parker) {
 	p.fds = p.fds[:0]
+	if p.collided {
+		p.f.Close()
+		return
+	}
 	parkers.mu.Lock()
 	if len(parkers.free) < maxIdleParkers {
 		parkers.free = append(parkers.free, p)
@@ -204,6 +215,12 @@ func closeIdleParkers() {
 // the select sets) to the wait being prepared, merging repeats of an fd.
 // It reports false once there are too many fds.
 func (p *parker) add(fd int32, ev uint32) bool {
+	if fd == int32(p.epfd) {
+		// The caller's fd was closed and the parker got its number. The
+		// caller must see a closed fd: see putParker.
+		p.collided = true
+		return false
+	}
 	e := ev & parkEvents
 	for i := range p.fds {
 		if p.fds[i].fd == fd {
