@@ -99,14 +99,14 @@ func drain(fd int) {
 
 // tcpPair returns the two ends of a loopback TCP connection, nonblocking.
 func tcpPair(t *testing.T) (int, int) {
-	l, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	l, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
 	require.NoError(t, err)
 	defer unix.Close(l)
 	require.NoError(t, unix.Bind(l, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
 	require.NoError(t, unix.Listen(l, 1))
 	addr, err := unix.Getsockname(l)
 	require.NoError(t, err)
-	a, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	a, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
 	require.NoError(t, err)
 	require.NoError(t, unix.Connect(a, addr))
 	b, _, err := unix.Accept(l)
