@@ -255,7 +255,9 @@ func (p *parker) park(c *counters, timeout time.Duration) (ok bool, err error) {
 	// are armed, or that arming finds, wakes the wait that is about to
 	// park.
 	rerr := p.rc.Read(p.armFn)
-	if p.err != nil || rerr != nil && !errors.Is(rerr, os.ErrDeadlineExceeded) {
+	if !p.armed || p.err != nil || rerr != nil && !errors.Is(rerr, os.ErrDeadlineExceeded) {
+		// Not armed: the deadline passed before RawConn.Read called arm
+		// (a wait of a microsecond), and the fds were never looked at.
 		return false, nil
 	}
 	return true, p.drain()

@@ -146,3 +146,21 @@ func TestParkedWaitFallsBack(t *testing.T) {
 		assert.Zero(t, m.Stats().Parked)
 	})
 }
+
+func TestParkedWaitTinyTimeout(t *testing.T) {
+	// A deadline that passes before the parker arms (a wait of a
+	// nanosecond) must still look at the fds: a ready fd is reported.
+	forEachBackend(t, func(t *testing.T, b poller.Backend) {
+		p := newPipe(t)
+		p.write(p.w, "x")
+		m, _ := lockedMux(t, poller.WithBackend(b))
+		for range 100 {
+			got, err := m.WaitFD(p.r, poller.Read, time.Nanosecond)
+			require.NoError(t, err)
+			require.Equal(t, poller.Read, got)
+			rr, _, _, err := m.Select([]int{p.r}, nil, nil, time.Nanosecond)
+			require.NoError(t, err)
+			require.Equal(t, []int{p.r}, rr)
+		}
+	})
+}
