@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"golang.org/x/sys/unix"
 
 	"github.com/idlemux/idlemux/gcstep"
@@ -148,11 +149,29 @@ type pingPongResult struct {
 	lock  gvl.Stats    // the lock's counters over the run
 }
 
+// A clock is the part of testing.B a ping-pong uses to keep its setup
+// (pipes, the stepper, starting the goroutines) and teardown out of the
+// timed region; tests pass nil.
+type clock interface {
+	ResetTimer()
+	StopTimer()
+}
+
+// timed runs f, the timed part of a ping-pong, between c's ResetTimer and
+// StopTimer.
+func timed(c clock, f func()) {
+	if c != nil {
+		c.ResetTimer()
+		defer c.StopTimer()
+	}
+	f()
+}
+
 // pingPongGVL bounces a byte n times between two goroutines sharing a
 // gvl.Lock and a poller.Mux. useSelect picks Mux.Select (wait, then read)
 // over Mux.WaitFD (read, then wait on EAGAIN); step turns idle stepping on,
-// with gcstep.NewRuntime's default policy.
-func pingPongGVL(n int, useSelect, step bool, backend poller.Backend) (pingPongResult, error) {
+// with gcstep.NewRuntime's default policy. Only the bouncing is timed on c.
+func pingPongGVL(c clock, n int, useSelect, step bool, backend poller.Backend) (pingPongResult, error) {
 	var res pingPongResult
 	ab, err := newPipe()
 	if err != nil {
@@ -188,11 +207,16 @@ func pingPongGVL(n int, useSelect, step bool, backend poller.Backend) (pingPongR
 		wg     sync.WaitGroup
 		counts [2]ioCounts
 		errs   [2]error
+		ready  sync.WaitGroup
+		start  = make(chan struct{})
 	)
 	for side := range 2 {
 		wg.Add(1)
+		ready.Add(1)
 		go func() {
 			defer wg.Done()
+			ready.Done()
+			<-start
 			l.Acquire()
 			defer l.Release()
 			in, out := ba, ab
@@ -206,7 +230,11 @@ func pingPongGVL(n int, useSelect, step bool, backend poller.Backend) (pingPongR
 			}
 		}()
 	}
-	wg.Wait()
+	ready.Wait()
+	timed(c, func() {
+		close(start)
+		wg.Wait()
+	})
 	res.io = ioCounts{counts[0].syscalls + counts[1].syscalls, counts[0].again + counts[1].again, counts[0].rtts}
 	res.mux = m.Stats()
 	res.steps = res.mux.Steps
@@ -216,8 +244,8 @@ func pingPongGVL(n int, useSelect, step bool, backend poller.Backend) (pingPongR
 
 // pingPongOS is the same ping-pong as a Go programmer writes it: two
 // goroutines, blocking os.File reads and writes on two os.Pipe pairs, no
-// lock; Go's netpoller does the waiting.
-func pingPongOS(n int) ([]time.Duration, error) {
+// lock; Go's netpoller does the waiting. Only the bouncing is timed on c.
+func pingPongOS(c clock, n int) ([]time.Duration, error) {
 	ar, aw, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -231,7 +259,9 @@ func pingPongOS(n int) ([]time.Duration, error) {
 	defer br.Close()
 	defer bw.Close()
 	done := make(chan error, 1)
+	start := make(chan struct{})
 	go func() {
+		<-start
 		var b [1]byte
 		for range n {
 			if _, err := ar.Read(b[:]); err != nil {
@@ -247,21 +277,37 @@ func pingPongOS(n int) ([]time.Duration, error) {
 	}()
 	var b [1]byte
 	rtts := make([]time.Duration, 0, n)
-	for i := range n {
-		b[0] = byte(i)
-		t0 := time.Now()
-		if _, err := aw.Write(b[:]); err != nil {
-			return nil, err
+	echoed := false // the echo side's result was received
+	timed(c, func() {
+		close(start)
+		for i := range n {
+			b[0] = byte(i)
+			t0 := time.Now()
+			if _, err = aw.Write(b[:]); err != nil {
+				return
+			}
+			if _, err = br.Read(b[:]); err != nil {
+				return
+			}
+			rtts = append(rtts, time.Since(t0))
+			if b[0] != byte(i) {
+				err = fmt.Errorf("bench: round %d: echo %d, want %d", i, b[0], byte(i))
+				return
+			}
 		}
-		if _, err := br.Read(b[:]); err != nil {
-			return nil, err
-		}
-		rtts = append(rtts, time.Since(t0))
-		if b[0] != byte(i) {
-			return nil, fmt.Errorf("bench: round %d: echo %d, want %d", i, b[0], byte(i))
-		}
+		err = <-done
+		echoed = true
+	})
+	if !echoed {
+		// Unblock the echo side, which may wait for a byte that is not
+		// coming: closing its pipe ends its read.
+		ar.Close()
+		<-done
 	}
-	return rtts, <-done
+	if err != nil {
+		return nil, err
+	}
+	return rtts, nil
 }
 
 // reportPercentiles reports the median and 99th percentile round trip:
@@ -271,8 +317,16 @@ func reportPercentiles(b *testing.B, rtts []time.Duration) {
 		return
 	}
 	slices.Sort(rtts)
-	b.ReportMetric(float64(rtts[len(rtts)/2]), "p50-ns")
-	b.ReportMetric(float64(rtts[len(rtts)*99/100]), "p99-ns")
+	b.ReportMetric(float64(percentile(rtts, 50)), "p50-ns")
+	b.ReportMetric(float64(percentile(rtts, 99)), "p99-ns")
+}
+
+// percentile returns the p-th percentile (0 < p <= 100) of sorted, by the
+// nearest-rank method: the smallest sample with at least p % of the
+// samples at or below it.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 * n), from 1
+	return sorted[max(rank, 1)-1]
 }
 
 func benchPingPong(b *testing.B, useSelect bool) {
@@ -283,7 +337,7 @@ func benchPingPong(b *testing.B, useSelect bool) {
 		}
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
-			res, err := pingPongGVL(b.N, useSelect, step, poller.BackendDefault)
+			res, err := pingPongGVL(b, b.N, useSelect, step, poller.BackendDefault)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -291,6 +345,9 @@ func benchPingPong(b *testing.B, useSelect bool) {
 			b.ReportMetric(float64(res.mux.Syscalls)/n, "poller-syscalls/op")
 			b.ReportMetric(float64(res.io.syscalls)/n, "rw-syscalls/op")
 			b.ReportMetric(float64(res.mux.BlockingPolls)/n, "blocking-polls/op")
+			// Blocking waits that parked in Go's netpoller rather than
+			// blocking a thread.
+			b.ReportMetric(float64(res.mux.Parked)/n, "parked/op")
 			b.ReportMetric(float64(res.steps)/n, "steps/op")
 			// Acquisitions that had to queue: each is a goroutine
 			// parked and woken again, the handoff a Ruby thread pays too.
@@ -300,7 +357,7 @@ func benchPingPong(b *testing.B, useSelect bool) {
 	}
 	b.Run("impl=os", func(b *testing.B) {
 		b.ReportAllocs()
-		rtts, err := pingPongOS(b.N)
+		rtts, err := pingPongOS(b, b.N)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -326,7 +383,7 @@ func TestPingPong(t *testing.T) {
 				name := fmt.Sprintf("%v/select=%v/step=%v", backend, useSelect, step)
 				t.Run(name, func(t *testing.T) {
 					res, err := runWithTimeout(t, func() (pingPongResult, error) {
-						return pingPongGVL(n, useSelect, step, backend)
+						return pingPongGVL(nil, n, useSelect, step, backend)
 					})
 					if err != nil {
 						t.Fatal(err)
@@ -348,7 +405,7 @@ func TestPingPong(t *testing.T) {
 			}
 		}
 	}
-	if rtts, err := pingPongOS(n); err != nil || len(rtts) != n {
+	if rtts, err := pingPongOS(nil, n); err != nil || len(rtts) != n {
 		t.Errorf("os: %d round trips, error %v; want %d", len(rtts), err, n)
 	}
 }
@@ -372,5 +429,34 @@ func runWithTimeout[T any](t *testing.T, f func() (T, error)) (T, error) {
 	case <-time.After(time.Minute):
 		t.Fatal("timed out after a minute")
 		panic("unreachable")
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	// Nearest rank: of the samples 1..100 the 99th percentile is 99, not
+	// the maximum, and the median is 50, not the upper median 51.
+	seq := func(n int, v func(i int) int) []time.Duration {
+		var s []time.Duration
+		for i := 1; i <= n; i++ {
+			s = append(s, time.Duration(v(i)))
+		}
+		return s
+	}
+	same := func(i int) int { return i }
+	for _, c := range []struct {
+		samples []time.Duration
+		p       int
+		want    time.Duration
+	}{
+		{seq(100, same), 50, 50},
+		{seq(100, same), 99, 99},
+		{seq(100, same), 100, 100},
+		{seq(10, same), 50, 5},
+		{seq(10, same), 99, 10},
+		{seq(2, same), 50, 1},
+		{seq(1, same), 99, 1},
+		{seq(200, func(i int) int { return (i + 1) / 2 }), 99, 99},
+	} {
+		assert.Equal(t, c.want, percentile(c.samples, c.p), "p%d of %d samples", c.p, len(c.samples))
 	}
 }

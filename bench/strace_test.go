@@ -79,7 +79,7 @@ func straceChild(t *testing.T) {
 			continue
 		}
 		for _, useSelect := range []bool{false, true} {
-			_, err := pingPongGVL(straceRounds, useSelect, false, b)
+			_, err := pingPongGVL(nil, straceRounds, useSelect, false, b)
 			require.NoError(t, err, "ping-pong, select=%v", useSelect)
 		}
 		return

@@ -3,6 +3,7 @@ package poller
 import (
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
+
+	"github.com/idlemux/idlemux/gvl"
 )
 
 // The fault matrix: every wait the package makes (Mux.WaitFD on each
@@ -104,33 +107,10 @@ type waitTarget struct {
 }
 
 func waitTargets() []waitTarget {
-	var ts []waitTarget
-	for _, b := range Backends() {
-		ts = append(ts, waitTarget{"WaitFD/" + b.String(), func(t *testing.T, r int) (func(time.Duration) (bool, error), func() Stats, func()) {
-			m := New(WithBackend(b))
-			return func(d time.Duration) (bool, error) {
-				ev, err := m.WaitFD(r, Read, d)
-				return ev&Read != 0, err
-			}, m.Stats, func() {}
-		}})
-	}
-	ts = append(ts,
-		waitTarget{"Poll", func(t *testing.T, r int) (func(time.Duration) (bool, error), func() Stats, func()) {
-			m := New()
-			return func(d time.Duration) (bool, error) {
-				fds := []unix.PollFd{{Fd: int32(r), Events: unix.POLLIN}}
-				n, err := m.Poll(fds, d)
-				return n == 1 && fds[0].Revents&unix.POLLIN != 0, err
-			}, m.Stats, func() {}
-		}},
-		waitTarget{"Select", func(t *testing.T, r int) (func(time.Duration) (bool, error), func() Stats, func()) {
-			m := New()
-			return func(d time.Duration) (bool, error) {
-				rr, _, _, err := m.Select([]int{r}, nil, nil, d)
-				return len(rr) == 1, err
-			}, m.Stats, func() {}
-		}},
-	)
+	ts := muxTargets(false)
+	// The same waits by a goroutine holding a lock: their blocking waits
+	// park in the netpoller where there is one (park_linux.go).
+	ts = append(ts, muxTargets(true)...)
 	for _, b := range Backends() {
 		ts = append(ts, waitTarget{"Loop/" + b.String(), func(t *testing.T, r int) (func(time.Duration) (bool, error), func() Stats, func()) {
 			l, err := NewLoop(WithBackend(b))
@@ -149,6 +129,54 @@ func waitTargets() []waitTarget {
 			}, l.Stats, func() { require.NoError(t, l.Close()) }
 		}})
 	}
+	return ts
+}
+
+// muxTargets returns the Mux's waits, made by a goroutine holding a
+// gvl.Lock if locked.
+func muxTargets(locked bool) []waitTarget {
+	suffix := ""
+	if locked {
+		suffix = "/gvl"
+	}
+	newMux := func(opts ...Option) (*Mux, func()) {
+		if !locked {
+			return New(opts...), func() {}
+		}
+		l := gvl.New()
+		l.Acquire()
+		return New(append(opts, WithGVL(l))...), func() {
+			l.Release()
+			closeIdleParkers() // for the fd count
+		}
+	}
+	var ts []waitTarget
+	for _, b := range Backends() {
+		ts = append(ts, waitTarget{"WaitFD/" + b.String() + suffix, func(t *testing.T, r int) (func(time.Duration) (bool, error), func() Stats, func()) {
+			m, done := newMux(WithBackend(b))
+			return func(d time.Duration) (bool, error) {
+				ev, err := m.WaitFD(r, Read, d)
+				return ev&Read != 0, err
+			}, m.Stats, done
+		}})
+	}
+	ts = append(ts,
+		waitTarget{"Poll" + suffix, func(t *testing.T, r int) (func(time.Duration) (bool, error), func() Stats, func()) {
+			m, done := newMux()
+			return func(d time.Duration) (bool, error) {
+				fds := []unix.PollFd{{Fd: int32(r), Events: unix.POLLIN}}
+				n, err := m.Poll(fds, d)
+				return n == 1 && fds[0].Revents&unix.POLLIN != 0, err
+			}, m.Stats, done
+		}},
+		waitTarget{"Select" + suffix, func(t *testing.T, r int) (func(time.Duration) (bool, error), func() Stats, func()) {
+			m, done := newMux()
+			return func(d time.Duration) (bool, error) {
+				rr, _, _, err := m.Select([]int{r}, nil, nil, d)
+				return len(rr) == 1, err
+			}, m.Stats, done
+		}},
+	)
 	return ts
 }
 
@@ -227,7 +255,7 @@ func TestFaultMatrixReturned(t *testing.T) {
 				require.NoError(t, err)
 				got, err := wait(5 * time.Second)
 				switch {
-				case target.name == "WaitFD/select" && errno == unix.EBADF:
+				case strings.HasPrefix(target.name, "WaitFD/select") && errno == unix.EBADF:
 					// WaitFD's select reports EBADF as a closed fd.
 					require.NoError(t, err)
 				case target.name == "Loop/select" && errno == unix.EBADF:

@@ -3,6 +3,7 @@ package poller
 import (
 	"math"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -14,10 +15,30 @@ import (
 // must be held by the caller of each wait.
 //
 // Negative timeouts wait indefinitely, zero never blocks (and never steps).
+//
+// Once a step reports no more work, the Mux's calls offer the stepper none
+// for one step budget (WithStepBudget): a call is one idle moment, and
+// goroutines that bounce work between them make hundreds of calls per
+// millisecond, each of which would otherwise pay a step and the
+// zero-timeout poll after it for a stepper that has just said it has
+// nothing to do.
+//
+// Goroutines that share the lock given with WithGVL do not block a thread
+// while they wait with it released: on Linux they park in Go's netpoller,
+// as os.File reads do, and are woken by the runtime's scheduler (see
+// bench/README.md for what that saves). Fds epoll cannot watch (regular
+// files, directories) and waits on more than 64 fds block the thread in
+// poll(2) or select(2) as a Mux without a lock always does.
 type Mux struct {
 	backend Backend
 	c       counters
 	idle    idler
+
+	// epoch is when the Mux was made; restAt is the time (since epoch)
+	// from which calls offer the stepper work again: see the type's
+	// comment and mayStep.
+	epoch  time.Time
+	restAt atomic.Int64
 }
 
 // New returns a Mux configured by opts. It panics if WithBackend names a
@@ -30,9 +51,23 @@ func New(opts ...Option) *Mux {
 	if !cfg.backend.available() {
 		panic(backendError("New", cfg.backend))
 	}
-	m := &Mux{backend: cfg.backend}
+	m := &Mux{backend: cfg.backend, epoch: time.Now()}
 	m.idle = idler{lock: cfg.lock, stepper: cfg.stepper, budget: cfg.budget, c: &m.c}
 	return m
+}
+
+// mayStep says whether a call may offer the stepper work: there is a
+// stepper, and no step reported no more work within the last budget.
+func (m *Mux) mayStep() bool {
+	return m.idle.stepper != nil && int64(time.Since(m.epoch)) >= m.restAt.Load()
+}
+
+// stepped ends a call: if it offered the stepper work and a step reported
+// no more (may went false), the calls of the next budget offer none.
+func (m *Mux) stepped(offered, may bool) {
+	if offered && !may {
+		m.restAt.Store(int64(time.Since(m.epoch) + m.idle.budget))
+	}
 }
 
 // Stats returns what m did so far.
@@ -44,9 +79,12 @@ func (m *Mux) Stats() Stats { return m.c.snapshot() }
 // A closed fd is reported ready with POLLNVAL in its Revents. It polls first
 // and steps when nothing is ready, as the package comment describes.
 func (m *Mux) Poll(fds []unix.PollFd, timeout time.Duration) (int, error) {
-	n, err := m.idle.wait(timeout, false, new(true), func(t time.Duration) (int, error) {
-		return m.c.poll(fds, t)
+	offered := m.mayStep()
+	may := offered
+	n, err := m.idle.wait(timeout, false, &may, func(t time.Duration) (int, error) {
+		return m.pollWait(fds, t)
 	})
+	m.stepped(offered, may)
 	if err != nil {
 		return 0, opError("Poll", os.NewSyscallError(pollName, err))
 	}
@@ -74,10 +112,12 @@ func (m *Mux) Select(r, w, e []int, timeout time.Duration) (rr, wr, er []int, er
 		}
 	}
 	var out [3]unix.FdSet
-	n, err := m.idle.wait(timeout, false, new(true), func(t time.Duration) (int, error) {
-		out = in
-		return m.c.sel(nfd, &out[0], &out[1], &out[2], t)
+	offered := m.mayStep()
+	may := offered
+	n, err := m.idle.wait(timeout, false, &may, func(t time.Duration) (int, error) {
+		return m.selectWait(nfd, r, w, e, &in, &out, t)
 	})
+	m.stepped(offered, may)
 	if err != nil {
 		return nil, nil, nil, opError("Select", os.NewSyscallError("select", err))
 	}
@@ -115,9 +155,12 @@ func (m *Mux) WaitFD(fd int, ev Events, timeout time.Duration) (Events, error) {
 		return m.waitSelect(fd, ev, timeout)
 	}
 	p := [1]unix.PollFd{{Fd: int32(fd), Events: toPoll(ev)}}
-	n, err := m.idle.wait(timeout, true, new(true), func(t time.Duration) (int, error) {
-		return m.c.poll(p[:], t)
+	offered := m.mayStep()
+	may := offered
+	n, err := m.idle.wait(timeout, true, &may, func(t time.Duration) (int, error) {
+		return m.pollWait(p[:], t)
 	})
+	m.stepped(offered, may)
 	if err != nil {
 		return 0, fdError("WaitFD", fd, os.NewSyscallError(pollName, err))
 	}
@@ -132,22 +175,21 @@ func (m *Mux) waitSelect(fd int, ev Events, timeout time.Duration) (Events, erro
 	if err := checkSelectFD("WaitFD", fd); err != nil {
 		return 0, err
 	}
-	var r, w, e unix.FdSet
-	n, err := m.idle.wait(timeout, true, new(true), func(t time.Duration) (int, error) {
-		r.Zero()
-		w.Zero()
-		e.Zero()
-		if ev&Read != 0 {
-			r.Set(fd)
+	one := []int{fd}
+	var lists [3][]int
+	var in, out [3]unix.FdSet
+	for i, asked := range [3]Events{Read, Write, Priority} {
+		if ev&asked != 0 {
+			lists[i] = one
+			in[i].Set(fd)
 		}
-		if ev&Write != 0 {
-			w.Set(fd)
-		}
-		if ev&Priority != 0 {
-			e.Set(fd)
-		}
-		return m.c.sel(fd+1, &r, &w, &e, t)
+	}
+	offered := m.mayStep()
+	may := offered
+	n, err := m.idle.wait(timeout, true, &may, func(t time.Duration) (int, error) {
+		return m.selectWait(fd+1, lists[0], lists[1], lists[2], &in, &out, t)
 	})
+	m.stepped(offered, may)
 	if err == unix.EBADF {
 		m.c.events.Add(1)
 		return Invalid, nil
@@ -159,15 +201,114 @@ func (m *Mux) waitSelect(fd int, ev Events, timeout time.Duration) (Events, erro
 		return 0, nil
 	}
 	var got Events
-	if r.IsSet(fd) {
-		got |= Read
-	}
-	if w.IsSet(fd) {
-		got |= Write
-	}
-	if e.IsSet(fd) {
-		got |= Priority
+	for i, ready := range [3]Events{Read, Write, Priority} {
+		if out[i].IsSet(fd) {
+			got |= ready
+		}
 	}
 	m.c.events.Add(1)
 	return got, nil
+}
+
+// pollWait is poll(2) on fds with timeout t; for a blocking wait of a Mux
+// that shares a lock, the wait is parked in the netpoller instead, and
+// fills Revents as poll(2) does.
+func (m *Mux) pollWait(fds []unix.PollFd, t time.Duration) (int, error) {
+	n, err, parked := m.park(t, func(p *parker) bool {
+		for i := range fds {
+			if fds[i].Fd >= 0 && !p.add(fds[i].Fd, uint32(uint16(fds[i].Events))) {
+				return false
+			}
+		}
+		return true
+	}, func(p *parker) int {
+		n := 0
+		for i := range fds {
+			fds[i].Revents = 0
+			if fds[i].Fd < 0 {
+				continue
+			}
+			// poll(2)'s filter: what was asked for, and errors and
+			// hangups always.
+			r := p.revents(fds[i].Fd) & (uint32(uint16(fds[i].Events)) | unix.POLLERR | unix.POLLHUP)
+			if r != 0 {
+				fds[i].Revents = int16(r)
+				n++
+			}
+		}
+		return n
+	})
+	if parked {
+		return n, err
+	}
+	return m.c.poll(fds, t)
+}
+
+// selectWait is select(2) on the fds of r, w and e (whose sets in, and
+// whose ready fds out, are given) with timeout t; for a blocking wait of a
+// Mux that shares a lock, the wait is parked in the netpoller instead,
+// and fills out as select(2) does.
+func (m *Mux) selectWait(nfd int, r, w, e []int, in, out *[3]unix.FdSet, t time.Duration) (int, error) {
+	n, err, parked := m.park(t, func(p *parker) bool {
+		return addSelect(p, r, selectIn) && addSelect(p, w, selectOut) && addSelect(p, e, selectEx)
+	}, func(p *parker) int {
+		n := 0
+		for i, list := range [3][]int{r, w, e} {
+			out[i].Zero()
+			set := [3]uint32{selectIn, selectOut, selectEx}[i]
+			for _, fd := range list {
+				if !out[i].IsSet(fd) && p.revents(int32(fd))&set != 0 {
+					out[i].Set(fd)
+					n++
+				}
+			}
+		}
+		return n
+	})
+	if parked {
+		return n, err
+	}
+	*out = *in
+	return m.c.sel(nfd, &out[0], &out[1], &out[2], t)
+}
+
+// park makes a blocking wait (t nonzero) of a Mux that shares a lock wait
+// parked in Go's netpoller instead of blocking its thread (park_linux.go
+// says why), for the fds add gives the parker. If it did (parked), n and
+// err are the wait's result, got having turned the parker's reports into
+// the caller's; otherwise the caller makes its blocking call as usual. A
+// Mux without a lock, or a zero t, never parks: a goroutine that shares no
+// lock pays no convoy for blocking its own thread, and a zero-timeout wait
+// does not block.
+func (m *Mux) park(t time.Duration, add func(p *parker) bool, got func(p *parker) int) (n int, err error, parked bool) {
+	if t == 0 || m.idle.lock == nil {
+		return 0, nil, false
+	}
+	p := getParker(&m.c)
+	if p == nil {
+		return 0, nil, false
+	}
+	defer putParker(p)
+	if !add(p) {
+		return 0, nil, false
+	}
+	ok, err := p.park(&m.c, t)
+	if !ok {
+		return 0, nil, false
+	}
+	m.c.parked.Add(1)
+	if err != nil {
+		return 0, err, true
+	}
+	return got(p), nil, true
+}
+
+// addSelect adds each fd of list to p with the poll(2) events ev.
+func addSelect(p *parker, list []int, ev uint32) bool {
+	for _, fd := range list {
+		if !p.add(int32(fd), ev) {
+			return false
+		}
+	}
+	return true
 }

@@ -18,6 +18,10 @@ type Stats struct {
 	// is also reported to a stepper that is a gcstep.IdleObserver.
 	BlockingPolls uint64
 	BlockedTime   time.Duration
+	// Parked counts the blocking waits of a Mux shared under a lock that
+	// parked the goroutine in Go's netpoller instead of blocking its
+	// thread (see Mux); each is also counted in BlockingPolls.
+	Parked uint64
 	// Events counts readiness reports: fds found ready by Mux calls, handler
 	// calls by a Loop.
 	Events uint64
@@ -50,6 +54,7 @@ type Stats struct {
 // counters is the live, concurrently updated form of Stats.
 type counters struct {
 	zeroPolls, blockingPolls, events     atomic.Uint64
+	parked                               atomic.Uint64
 	blockedNanos                         atomic.Uint64
 	steps, stepNanos, timers             atomic.Uint64
 	wakeCalls, wakeups, restarts, spurio atomic.Uint64
@@ -62,6 +67,7 @@ func (c *counters) snapshot() Stats {
 		ZeroPolls:     c.zeroPolls.Load(),
 		BlockingPolls: c.blockingPolls.Load(),
 		BlockedTime:   time.Duration(c.blockedNanos.Load()),
+		Parked:        c.parked.Load(),
 		Events:        c.events.Load(),
 		Steps:         c.steps.Load(),
 		StepTime:      time.Duration(c.stepNanos.Load()),

@@ -13,6 +13,9 @@ type sysPlatform struct {
 	epollWait   func(epfd int, evs []unix.EpollEvent, timeout time.Duration) (int, error)
 	// eventfd makes a nonblocking, close-on-exec eventfd counting from 0.
 	eventfd func() (int, error)
+	// setNonblock sets O_NONBLOCK on fd (a parker's epoll fd, so that
+	// os.NewFile hands it to the netpoller).
+	setNonblock func(fd int) error
 }
 
 var platformSys = sysPlatform{
@@ -21,7 +24,8 @@ var platformSys = sysPlatform{
 	epollWait: func(epfd int, evs []unix.EpollEvent, timeout time.Duration) (int, error) {
 		return unix.EpollWait(epfd, evs, msTimeout(timeout))
 	},
-	eventfd: func() (int, error) { return unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK) },
+	eventfd:     func() (int, error) { return unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK) },
+	setNonblock: func(fd int) error { return unix.SetNonblock(fd, true) },
 }
 
 // sysPoll is ppoll(2) with a nil signal mask: the kernel leaves the mask
@@ -66,3 +70,8 @@ func (c *counters) eventfd() (int, error) {
 
 // pollName names the wait call in errors.
 const pollName = "ppoll"
+
+func (c *counters) setNonblock(fd int) error {
+	c.syscalls.Add(1)
+	return sys.setNonblock(fd)
+}
