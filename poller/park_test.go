@@ -55,7 +55,7 @@ var parkCases = []parkCase{
 		return s.r, poller.Read, func() { s.close(&s.w) }
 	}},
 	{name: "tcp/priority", setup: func(t *testing.T) (int, poller.Events, func()) {
-		a, b := tcpPair(t)
+		a, b := tcpFDPair(t)
 		return b, poller.Priority, func() {
 			_, err := unix.SendmsgN(a, []byte("!"), nil, nil, unix.MSG_OOB)
 			require.NoError(t, err)
@@ -97,8 +97,9 @@ func drain(fd int) {
 	}
 }
 
-// tcpPair returns the two ends of a loopback TCP connection, nonblocking.
-func tcpPair(t *testing.T) (int, int) {
+// tcpFDPair returns the two ends of a loopback TCP connection as raw fds,
+// nonblocking.
+func tcpFDPair(t *testing.T) (int, int) {
 	l, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
 	require.NoError(t, err)
 	defer unix.Close(l)
