@@ -3,7 +3,6 @@ package lab
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -151,13 +150,8 @@ func (s *tcpServer) connHandler() poller.Handler {
 		}
 		pending = append(pending, in[:n]...)
 		for len(pending) >= msgSize {
-			id := binary.LittleEndian.Uint64(pending)
-			size := binary.LittleEndian.Uint32(pending[8:])
-			seed := binary.LittleEndian.Uint32(pending[12:])
+			out, size := answer(pending)
 			pending = pending[msgSize:]
-			var out [msgSize]byte
-			binary.LittleEndian.PutUint64(out[:], id)
-			binary.LittleEndian.PutUint64(out[8:], handle(size, seed))
 			s.syscalls++
 			if w, err := unix.Write(fd, out[:]); err != nil || w != msgSize {
 				s.fail(fmt.Errorf("write: %d of %d bytes: %v", w, msgSize, err))

@@ -307,6 +307,18 @@ type node struct {
 	v    [6]uint64
 }
 
+// answer serves the request at the start of req (at least msgSize bytes):
+// it runs handle and returns the response and the size the request asked
+// for. Both request/response workloads answer through it.
+func answer(req []byte) (out [msgSize]byte, size uint32) {
+	id := binary.LittleEndian.Uint64(req)
+	size = binary.LittleEndian.Uint32(req[8:])
+	seed := binary.LittleEndian.Uint32(req[12:])
+	binary.LittleEndian.PutUint64(out[:], id)
+	binary.LittleEndian.PutUint64(out[8:], handle(size, seed))
+	return out, size
+}
+
 // handle allocates about size bytes of linked nodes derived from seed and
 // returns their sum.
 func handle(size, seed uint32) uint64 {
@@ -383,13 +395,8 @@ func runBursty(st gcstep.Stepper, quick bool, mark func(gap bool)) (workResult, 
 			}
 			pending = append(pending, in[:n]...)
 			for len(pending) >= msgSize {
-				id := binary.LittleEndian.Uint64(pending)
-				size := binary.LittleEndian.Uint32(pending[8:])
-				seed := binary.LittleEndian.Uint32(pending[12:])
+				out, size := answer(pending)
 				pending = pending[msgSize:]
-				var out [msgSize]byte
-				binary.LittleEndian.PutUint64(out[:], id)
-				binary.LittleEndian.PutUint64(out[8:], handle(size, seed))
 				// One outstanding request per connection: the
 				// response always fits in the socket buffer.
 				if _, err := unix.Write(fd, out[:]); err != nil {
