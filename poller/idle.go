@@ -183,18 +183,38 @@ func (d *idler) zero(poll waitFunc) (int, error) {
 // or a gcstep.IdleObserver. A wait that times out is not work: a timer
 // that falls due runs, and the stepper hears of it at the next idle
 // moment (Lull).
+//
+// A wait during which another goroutine took the lock is reported as no
+// idle time at all: the program was working then, on another goroutine
+// (two goroutines of a Mux bouncing requests each spend most of their
+// time blocked, yet the program is never idle). The lock cannot say how
+// long the others held it, so such a wait counts for nothing rather
+// than for a guess.
 func (d *idler) block(timeout time.Duration, poll waitFunc) (n int, err error) {
 	d.c.blockingPolls.Add(1)
+	// Read before the lock is released: a waiter it is handed to on
+	// release takes it during this wait too.
+	var acquired uint64
+	if d.lock != nil && d.stepper != nil {
+		acquired = d.lock.Stats().Acquisitions
+	}
 	wait := func() {
 		start := time.Now()
 		n, err = d.c.restart(timeout, poll)
 		blocked := time.Since(start)
 		d.c.blockedNanos.Add(uint64(blocked))
+		if d.stepper == nil {
+			return
+		}
+		idle := blocked
+		if d.lock != nil && d.lock.Stats().Acquisitions != acquired {
+			idle = 0
+		}
 		switch o := d.stepper.(type) {
 		case gcstep.LoopObserver:
-			o.Waited(blocked, n != 0 || err != nil)
+			o.Waited(idle, n != 0 || err != nil)
 		case gcstep.IdleObserver:
-			o.Idled(blocked)
+			o.Idled(idle)
 		}
 	}
 	if d.lock == nil {

@@ -312,3 +312,45 @@ func TestLoopsShareARuntime(t *testing.T) {
 	assert.EqualValues(t, 1, s.QuietPeriods, "quiet stretches for loops that went quiet together: %+v", s)
 	eventually(t, "the release", func() bool { return rt.Stats().Releases == 1 })
 }
+
+// TestWaitWhileOthersHoldTheLockIsNotIdle: a goroutine of a Mux that
+// blocks while another goroutine sharing the lock takes it and works was
+// not idle, for the program: the wait reports no idle time. A wait with
+// nobody else taking the lock reports all of it.
+func TestWaitWhileOthersHoldTheLockIsNotIdle(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b poller.Backend) {
+		p := newPipe(t)
+		lock := gvl.New()
+		s := &idleStepper{}
+		m := poller.New(poller.WithBackend(b), poller.WithGVL(lock), poller.WithStepper(s))
+
+		lock.Acquire()
+		_, err := m.WaitFD(p.r, poller.Read, 5*time.Millisecond)
+		require.NoError(t, err)
+		require.Positive(t, s.reports.Load())
+		assert.Equal(t, m.Stats().BlockedTime, time.Duration(s.idle.Load()), "alone: the whole wait is idle")
+
+		s.idle.Store(0)
+		s.reports.Store(0)
+		other := make(chan struct{})
+		go func() {
+			defer close(other)
+			lock.Acquire() // granted once the waiter below releases the lock
+			time.Sleep(2 * time.Millisecond)
+			_, err := unix.Write(p.w, []byte{1})
+			assert.NoError(t, err)
+			lock.Release()
+		}()
+		ev, err := m.WaitFD(p.r, poller.Read, 5*time.Second)
+		require.NoError(t, err)
+		assert.NotZero(t, ev&poller.Read)
+		lock.Release()
+		select {
+		case <-other:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the other goroutine never finished")
+		}
+		assert.Positive(t, s.reports.Load())
+		assert.Zero(t, s.idle.Load(), "a wait while another goroutine held the lock counted as idle")
+	})
+}
