@@ -20,18 +20,11 @@ import (
 	"github.com/idlemux/idlemux/poller"
 )
 
-// tcpLoad is the tcp workload's shape.
-type tcpLoad struct {
-	conns, bursts, perBurst int
-	garbage                 int // bytes each request allocates on the server
-	gap                     time.Duration
-}
-
-func tcpConfig(quick bool) tcpLoad {
+func tcpConfig(quick bool) burstLoad {
 	if quick {
-		return tcpLoad{conns: 16, bursts: 2, perBurst: 15, garbage: 64 << 10, gap: 350 * time.Millisecond}
+		return burstLoad{conns: 16, bursts: 2, perBurst: 15, garbage: 64 << 10, gap: 350 * time.Millisecond}
 	}
-	return tcpLoad{conns: 32, bursts: 5, perBurst: 40, garbage: 64 << 10, gap: 1200 * time.Millisecond}
+	return burstLoad{conns: 32, bursts: 5, perBurst: 40, garbage: 64 << 10, gap: 1200 * time.Millisecond}
 }
 
 // AfterBurstOffsets are the moments after the end of each burst at which

@@ -282,17 +282,20 @@ func runURandom(st gcstep.Stepper, quick bool, _ func(bool)) (workResult, error)
 
 // ---- bursty ----
 
-type bursty struct {
+// burstLoad is the shape of a request/response workload (bursty, tcp):
+// connections, bursts of requests per connection, what each request makes
+// the server allocate, and the idle gap after each burst.
+type burstLoad struct {
 	conns, bursts, perBurst int
 	garbage                 int // bytes each request allocates on the server
 	gap                     time.Duration
 }
 
-func burstyConfig(quick bool) bursty {
+func burstyConfig(quick bool) burstLoad {
 	if quick {
-		return bursty{conns: 4, bursts: 4, perBurst: 25, garbage: 256 << 10, gap: 150 * time.Millisecond}
+		return burstLoad{conns: 4, bursts: 4, perBurst: 25, garbage: 256 << 10, gap: 150 * time.Millisecond}
 	}
-	return bursty{conns: 8, bursts: 10, perBurst: 60, garbage: 256 << 10, gap: 400 * time.Millisecond}
+	return burstLoad{conns: 8, bursts: 10, perBurst: 60, garbage: 256 << 10, gap: 400 * time.Millisecond}
 }
 
 // A request is 16 bytes: an id and the number of bytes the server must
