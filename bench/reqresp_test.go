@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"os"
 	"runtime"
@@ -268,15 +267,6 @@ func burst(clients []net.Conn, perBurst int, rtts [][]time.Duration) error {
 	return errors.Join(errs...)
 }
 
-// nearestRank is the q-quantile of sorted by the nearest-rank method.
-func nearestRank(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
 func rssBytes() (uint64, error) {
 	b, err := os.ReadFile("/proc/self/statm")
 	if err != nil {
@@ -369,11 +359,9 @@ func benchReqResp(b *testing.B, shape reqShape, step string) {
 		b.Fatal(err)
 	}
 	all := slices.Concat(rtts...)
-	slices.Sort(all)
 	slices.Sort(rss)
 	n := float64(len(all))
-	b.ReportMetric(float64(nearestRank(all, 0.50)), "p50-ns")
-	b.ReportMetric(float64(nearestRank(all, 0.99)), "p99-ns")
+	reportPercentiles(b, all)
 	b.ReportMetric(float64(cpu)/n, "cpu-ns/req")
 	b.ReportMetric(float64(faults)/n, "faults/req")
 	b.ReportMetric(float64(sys)/n, "loop-syscalls/req")
@@ -386,14 +374,16 @@ func benchReqResp(b *testing.B, shape reqShape, step string) {
 	}
 }
 
-func TestNearestRank(t *testing.T) {
+// TestPercentileOfTen: the nearest rank that ReqResp's p50 and p99 are
+// taken by, on ten samples.
+func TestPercentileOfTen(t *testing.T) {
 	s := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 	for _, tt := range []struct {
-		q    float64
+		p    int
 		want time.Duration
-	}{{0.5, 5}, {0.99, 10}, {0.9, 9}, {0.1, 1}, {0, 1}, {1, 10}} {
-		if got := nearestRank(s, tt.q); got != tt.want {
-			t.Errorf("nearestRank(1..10, %v) = %v, want %v", tt.q, got, tt.want)
+	}{{50, 5}, {99, 10}, {90, 9}, {10, 1}, {0, 1}, {100, 10}} {
+		if got := percentile(s, tt.p); got != tt.want {
+			t.Errorf("percentile(1..10, %v) = %v, want %v", tt.p, got, tt.want)
 		}
 	}
 }
