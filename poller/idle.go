@@ -192,10 +192,18 @@ func (d *idler) zero(poll waitFunc) (int, error) {
 // than for a guess.
 func (d *idler) block(timeout time.Duration, poll waitFunc) (n int, err error) {
 	d.c.blockingPolls.Add(1)
+	// report hands the idle time to the stepper, if it observes it.
+	var report func(idle time.Duration, work bool)
+	switch o := d.stepper.(type) {
+	case gcstep.LoopObserver:
+		report = o.Waited
+	case gcstep.IdleObserver:
+		report = func(idle time.Duration, _ bool) { o.Idled(idle) }
+	}
 	// Read before the lock is released: a waiter it is handed to on
 	// release takes it during this wait too.
 	var acquired uint64
-	if d.lock != nil && d.stepper != nil {
+	if d.lock != nil && report != nil {
 		acquired = d.lock.Stats().Acquisitions
 	}
 	wait := func() {
@@ -203,19 +211,14 @@ func (d *idler) block(timeout time.Duration, poll waitFunc) (n int, err error) {
 		n, err = d.c.restart(timeout, poll)
 		blocked := time.Since(start)
 		d.c.blockedNanos.Add(uint64(blocked))
-		if d.stepper == nil {
+		if report == nil {
 			return
 		}
 		idle := blocked
 		if d.lock != nil && d.lock.Stats().Acquisitions != acquired {
 			idle = 0
 		}
-		switch o := d.stepper.(type) {
-		case gcstep.LoopObserver:
-			o.Waited(idle, n != 0 || err != nil)
-		case gcstep.IdleObserver:
-			o.Idled(idle)
-		}
+		report(idle, n != 0 || err != nil)
 	}
 	if d.lock == nil {
 		wait()
