@@ -371,3 +371,145 @@ func (p *parker) isTarget(fd int32) bool {
 	}
 	return false
 }
+
+// Parking a Loop's blocking wait in Go's netpoller.
+//
+// A Loop blocked in epoll_wait holds an OS thread, and whatever makes its
+// fds ready (often a goroutine of the same program writing a pipe or a
+// socket) has to wake that thread through the kernel. With a core taken
+// by another process that wakeup waits for the kernel's scheduler to
+// place the thread beside it, and every handoff between the producer and
+// the loop pays it (bench/README.md, "Busy core", has the numbers). A
+// goroutine parked in the netpoller is woken by the runtime instead, often
+// on the thread that just made its fd ready, when that thread runs out of
+// work: no cross-thread wakeup at all.
+//
+// A loopParker does that for the Loop's own epoll instance: a duplicate of
+// its fd, made nonblocking, is registered with the netpoller (os.NewFile),
+// and a blocking wait is a RawConn.Read whose callback looks at the
+// instance with a zero-timeout epoll_wait, into the Loop's batch. The
+// netpoller has forgotten any earlier readiness of the instance when the
+// callback runs, so an fd that becomes ready after the look wakes the
+// wait, and one ready before it is found by the look. The netpoller's
+// edge is only a hint: the look decides.
+//
+// A wakeup whose look finds nothing, and a look that fails, end the
+// parking for the rest of that wait, which then blocks its thread in
+// epoll_wait as before: a look that reported nothing wrongly (a fault the
+// tests inject) would otherwise park the wait again behind a wakeup that
+// is already spent, and lose the event. The next wait parks again.
+type loopParker struct {
+	f        *os.File // owns the duplicate of the epoll fd
+	rc       syscall.RawConn
+	deadline bool // a read deadline is set on f
+
+	look   func() (int, error) // the zero-timeout wait, into the batch
+	lookFn func(uintptr) bool  // p.lookCB, bound once so a wait allocates nothing
+
+	// One wait's state.
+	looks int   // looks made by this wait's callback
+	n     int   // the last look's result
+	err   error // and its error
+}
+
+// A parkResult says how a loopParker's wait went.
+type parkResult uint8
+
+const (
+	// parkNo: the wait did not happen; the caller waits on its thread.
+	parkNo parkResult = iota
+	// parkDone: n and err are the wait's result.
+	parkDone
+	// parkDistrust: n and err are the wait's result, but the rest of
+	// this wait must not park (see loopParker).
+	parkDistrust
+)
+
+// newLoopParker returns a parker for be's epoll instance, or nil if be is
+// not epoll, the netpoller does not take an epoll fd, or the duplicate
+// cannot be made (no fd free): the Loop then waits on its thread. look is
+// the Loop's zero-timeout wait.
+func newLoopParker(be backend, c *counters, look func() (int, error)) *loopParker {
+	eb, ok := be.(*epollBackend)
+	if !ok {
+		return nil
+	}
+	parkers.mu.Lock()
+	broken := parkers.broken
+	parkers.mu.Unlock()
+	if broken {
+		return nil
+	}
+	fd, err := c.dup(eb.epfd)
+	if err != nil {
+		return nil
+	}
+	// O_NONBLOCK is shared with the Loop's own fd; epoll_wait ignores it.
+	if err := c.setNonblock(fd); err != nil {
+		c.close(fd)
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), "poller-loop")
+	rc, err := f.SyscallConn()
+	if err == nil {
+		// SetReadDeadline fails for a file the netpoller did not take.
+		err = f.SetReadDeadline(time.Time{})
+	}
+	if err != nil {
+		f.Close()
+		parkers.mu.Lock()
+		parkers.broken = true
+		parkers.mu.Unlock()
+		return nil
+	}
+	p := &loopParker{f: f, rc: rc, look: look}
+	p.lookFn = p.lookCB
+	return p
+}
+
+// wait waits, parked in the netpoller, until the instance has something
+// to report or timeout (nonzero; negative: none) passes, and returns the
+// look's result: how many events it put in the batch, or its raw errno.
+func (p *loopParker) wait(timeout time.Duration) (int, error, parkResult) {
+	if timeout > 0 {
+		p.f.SetReadDeadline(time.Now().Add(timeout))
+		p.deadline = true
+	} else if p.deadline {
+		p.f.SetReadDeadline(time.Time{})
+		p.deadline = false
+	}
+	p.looks, p.n, p.err = 0, 0, nil
+	rerr := p.rc.Read(p.lookFn)
+	switch {
+	case p.looks == 0 && errors.Is(rerr, os.ErrDeadlineExceeded):
+		// The deadline passed before the callback ran (a wait of a
+		// microsecond): look once, or a ready fd would be taken for a
+		// timeout.
+		n, err := p.look()
+		return n, err, parkDone
+	case p.looks == 0:
+		return 0, nil, parkNo
+	case p.err != nil:
+		return 0, p.err, parkDistrust
+	case p.n > 0:
+		return p.n, nil, parkDone
+	case p.looks == 1 && errors.Is(rerr, os.ErrDeadlineExceeded):
+		return 0, nil, parkDone // an honest timeout
+	}
+	// Woken, and the look found nothing (or the netpoller failed).
+	return 0, nil, parkDistrust
+}
+
+// lookCB is the RawConn.Read callback: it looks, and asks to park only
+// if the first look found nothing.
+func (p *loopParker) lookCB(uintptr) bool {
+	p.looks++
+	p.n, p.err = p.look()
+	return p.n != 0 || p.err != nil || p.looks > 1
+}
+
+// close closes the duplicate, taking it out of the netpoller. No wait may
+// be running.
+func (p *loopParker) close() error {
+	return p.f.Close()
+}
