@@ -130,11 +130,8 @@ func loopTarget(b Backend, onThread bool) waitTarget {
 		name += "/thread"
 	}
 	return waitTarget{name, func(t *testing.T, r int) (func(time.Duration) (bool, error), func() Stats, func()) {
-		l, err := NewLoop(WithBackend(b))
+		l, err := NewLoop(WithBackend(b), WithNetpoller(!onThread))
 		require.NoError(t, err)
-		if onThread {
-			WaitOnThread(l)
-		}
 		got := false
 		require.NoError(t, l.Add(r, Read, func(fd int, ev Events) {
 			var buf [16]byte

@@ -120,7 +120,9 @@ func NewLoop(opts ...Option) (*Loop, error) {
 		be.close()
 		return nil, opError("NewLoop", err)
 	}
-	l.park = newLoopParker(be, &l.c, l.look)
+	if !cfg.onThread {
+		l.park = newLoopParker(be, &l.c, l.look)
+	}
 	return l, nil
 }
 

@@ -16,8 +16,8 @@ import (
 )
 
 // A Loop on epoll parks its blocking waits in Go's netpoller
-// (park_linux.go); poller.WaitOnThread puts one back on its thread, as
-// where parking is not possible. These tests hold both to one contract.
+// (park_linux.go); WithNetpoller(false) keeps them on its thread, as where
+// parking is not possible. These tests hold both to one contract.
 
 // loopWaits runs f on an epoll Loop that parks and on one that waits on
 // its thread.
@@ -28,10 +28,7 @@ func loopWaits(t *testing.T, f func(t *testing.T, l *poller.Loop), opts ...polle
 			name = "thread"
 		}
 		t.Run(name, func(t *testing.T) {
-			l := newLoop(t, append([]poller.Option{poller.WithBackend(poller.BackendEpoll)}, opts...)...)
-			if onThread {
-				poller.WaitOnThread(l)
-			}
+			l := newLoop(t, append([]poller.Option{poller.WithBackend(poller.BackendEpoll), poller.WithNetpoller(!onThread)}, opts...)...)
 			f(t, l)
 			if onThread {
 				assert.Zero(t, l.Stats().Parked, "a wait on the thread counted as parked")
@@ -82,8 +79,7 @@ func TestLoopParkedWaitBlocksNoThread(t *testing.T) {
 func TestLoopThreadWaitBlocksItsThread(t *testing.T) {
 	// The other half of the test above: a Loop told to wait on its thread
 	// is blocked in the system call, so that test sees the difference.
-	l := newLoop(t, poller.WithBackend(poller.BackendEpoll))
-	poller.WaitOnThread(l)
+	l := newLoop(t, poller.WithBackend(poller.BackendEpoll), poller.WithNetpoller(false))
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.RunOnce(-1)
