@@ -144,6 +144,31 @@ func TestLoopWaitContract(t *testing.T) {
 			assert.Equal(t, 20, got)
 		})
 	})
+	t.Run("after a timeout", func(t *testing.T) {
+		// A wait that timed out leaves its deadline behind, passed: the
+		// waits after it, with a later deadline or none, still wait.
+		loopWaits(t, func(t *testing.T, l *poller.Loop) {
+			p := newPipe(t)
+			got := 0
+			require.NoError(t, l.Add(p.r, poller.Read, func(fd int, _ poller.Events) { got += readAll(fd) }))
+			for _, d := range []time.Duration{-1, 5 * time.Second} {
+				n, err := l.RunOnce(time.Millisecond)
+				require.NoError(t, err)
+				require.Zero(t, n)
+				time.Sleep(2 * time.Millisecond)
+				before := l.Stats()
+				timer := time.AfterFunc(5*time.Millisecond, func() { p.write(p.w, "x") })
+				n, err = l.RunOnce(d)
+				timer.Stop()
+				require.NoError(t, err)
+				require.Equal(t, 1, n)
+				after := l.Stats()
+				assert.Zero(t, after.Spurious-before.Spurious, "the wait after a timeout returned early")
+				assert.EqualValues(t, 1, after.BlockingPolls-before.BlockingPolls)
+			}
+			assert.Equal(t, 2, got)
+		})
+	})
 	t.Run("wake", func(t *testing.T) {
 		loopWaits(t, func(t *testing.T, l *poller.Loop) {
 			for range 20 {

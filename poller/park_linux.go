@@ -401,15 +401,16 @@ func (p *parker) isTarget(fd int32) bool {
 type loopParker struct {
 	f        *os.File // owns the duplicate of the epoll fd
 	rc       syscall.RawConn
-	deadline bool // a read deadline is set on f
+	deadline time.Time // the read deadline set on f; zero: none
 
 	look   func() (int, error) // the zero-timeout wait, into the batch
 	lookFn func(uintptr) bool  // p.lookCB, bound once so a wait allocates nothing
 
 	// One wait's state.
-	looks int   // looks made by this wait's callback
-	n     int   // the last look's result
-	err   error // and its error
+	until time.Time // its deadline; zero: none
+	looks int       // looks made by its callback
+	n     int       // the last look's result
+	err   error     // and its error
 }
 
 // A parkResult says how a loopParker's wait went.
@@ -470,21 +471,30 @@ func newLoopParker(be backend, c *counters, look func() (int, error)) *loopParke
 // wait waits, parked in the netpoller, until the instance has something
 // to report or timeout (nonzero; negative: none) passes, and returns the
 // look's result: how many events it put in the batch, or its raw errno.
+//
+// The read deadline is set only once a look has found nothing, just
+// before the goroutine parks: a new timer earlier than the netpoller's
+// sleep wakes the thread sleeping there, a cross-thread wakeup that a wait
+// finding its fds ready at once need not pay.
 func (p *loopParker) wait(timeout time.Duration) (int, error, parkResult) {
+	p.until = time.Time{}
 	if timeout > 0 {
-		p.f.SetReadDeadline(time.Now().Add(timeout))
-		p.deadline = true
-	} else if p.deadline {
-		p.f.SetReadDeadline(time.Time{})
-		p.deadline = false
+		p.until = time.Now().Add(timeout)
 	}
 	p.looks, p.n, p.err = 0, 0, nil
 	rerr := p.rc.Read(p.lookFn)
+	if p.looks == 0 && errors.Is(rerr, os.ErrDeadlineExceeded) && !p.deadline.IsZero() &&
+		(p.until.IsZero() || p.deadline.Before(p.until)) {
+		// An earlier wait's deadline passed before this one's callback
+		// ran: drop it and wait again.
+		p.f.SetReadDeadline(time.Time{})
+		p.deadline = time.Time{}
+		rerr = p.rc.Read(p.lookFn)
+	}
 	switch {
 	case p.looks == 0 && errors.Is(rerr, os.ErrDeadlineExceeded):
-		// The deadline passed before the callback ran (a wait of a
-		// microsecond): look once, or a ready fd would be taken for a
-		// timeout.
+		// The deadline passed before the callback ran: look once, or a
+		// ready fd would be taken for a timeout.
 		n, err := p.look()
 		return n, err, parkDone
 	case p.looks == 0:
@@ -501,11 +511,20 @@ func (p *loopParker) wait(timeout time.Duration) (int, error, parkResult) {
 }
 
 // lookCB is the RawConn.Read callback: it looks, and asks to park only
-// if the first look found nothing.
+// if the first look found nothing, with the wait's deadline set.
 func (p *loopParker) lookCB(uintptr) bool {
 	p.looks++
 	p.n, p.err = p.look()
-	return p.n != 0 || p.err != nil || p.looks > 1
+	if p.n != 0 || p.err != nil || p.looks > 1 {
+		return true
+	}
+	if !p.deadline.Equal(p.until) {
+		// A deadline in the past makes the netpoller end the wait at
+		// once: an honest timeout.
+		p.f.SetReadDeadline(p.until) // the zero time clears it
+		p.deadline = p.until
+	}
+	return false
 }
 
 // close closes the duplicate, taking it out of the netpoller. No wait may
