@@ -31,7 +31,7 @@ const batchSize = 128
 // goroutine of the program, then hands over to the loop through the
 // runtime's scheduler rather than by waking another thread, which costs
 // most when other processes keep the cores busy. Each Loop keeps one more
-// fd for that (a duplicate of its epoll fd, which the netpoller owns);
+// fd for that (a small epoll instance registered with the netpoller);
 // where it cannot, it waits on its thread as the other backends do.
 //
 // Add, Modify, Remove, AfterFunc, Wake, Stats and Close may be called from
@@ -49,8 +49,9 @@ type Loop struct {
 
 	// park parks blocking waits in Go's netpoller (park_linux.go); nil
 	// where it cannot: the wait then blocks its thread in the backend.
-	// unparked is set for the rest of a RunOnce's wait once a parked
-	// wait could not be trusted. Both are the loop goroutine's.
+	// unparked is set for the rest of a RunOnce's wait once parking
+	// failed (the kernel refused to arm) or its look did (see
+	// loopParker). Both are the loop goroutine's.
 	park     *loopParker
 	unparked bool
 
@@ -357,18 +358,15 @@ func (l *Loop) exit() {
 // parks the goroutine in Go's netpoller where the Loop can (epoll on
 // Linux, see loopParker), and blocks the thread in the backend's wait
 // elsewhere: the poll and select backends, other platforms, a netpoller
-// that refuses an epoll fd, a Loop made with no fd free for the duplicate,
-// and the rest of a wait whose parked part could not be trusted.
+// that refuses an epoll fd, a Loop made with no fd free for the parker's
+// instance, WithNetpoller(false), and the rest of a wait whose arming or
+// look failed.
 func (l *Loop) poll(timeout time.Duration) (int, error) {
 	if timeout != 0 && l.park != nil && !l.unparked {
-		n, err, res := l.park.wait(timeout)
-		switch res {
-		case parkDone:
+		n, err, res := l.park.wait(&l.c, timeout)
+		if res != parkNo {
 			l.c.parked.Add(1)
-			return n, err
-		case parkDistrust:
-			l.c.parked.Add(1)
-			l.unparked = true
+			l.unparked = res == parkDistrust
 			return n, err
 		}
 		l.unparked = true

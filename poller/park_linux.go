@@ -381,55 +381,70 @@ func (p *parker) isTarget(fd int32) bool {
 // place the thread beside it, and every handoff between the producer and
 // the loop pays it (bench/README.md, "Busy core", has the numbers). A
 // goroutine parked in the netpoller is woken by the runtime instead, often
-// on the thread that just made its fd ready, when that thread runs out of
+// on the thread that just made its fd ready, once that thread runs out of
 // work: no cross-thread wakeup at all.
 //
-// A loopParker does that for the Loop's own epoll instance: a duplicate of
-// its fd, made nonblocking, is registered with the netpoller (os.NewFile),
-// and a blocking wait is a RawConn.Read whose callback looks at the
-// instance with a zero-timeout epoll_wait, into the Loop's batch. The
-// netpoller has forgotten any earlier readiness of the instance when the
-// callback runs, so an fd that becomes ready after the look wakes the
-// wait, and one ready before it is found by the look. The netpoller's
-// edge is only a hint: the look decides.
+// A loopParker does that with its own small epoll instance, registered
+// with the netpoller as a parker's is (newParker), whose one entry is the
+// Loop's epoll fd: an epoll instance is readable while it has events to
+// report, so the netpoller wakes the goroutine when the Loop's instance
+// has something. The entry is one-shot and stays disarmed except during a
+// parked wait: armed all the time, every event the Loop's instance
+// received while the loop runs would wake the netpoller's sleeping thread
+// for nothing. It is re-armed with EPOLL_CTL_MOD, never deleted and added
+// again: adding an epoll fd to another makes the kernel walk every fd the
+// Loop watches, looking for loops.
 //
-// A wakeup whose look finds nothing, and a look that fails, end the
-// parking for the rest of that wait, which then blocks its thread in
-// epoll_wait as before: a look that reported nothing wrongly (a fault the
-// tests inject) would otherwise park the wait again behind a wakeup that
-// is already spent, and lose the event. The next wait parks again.
+// A wait first looks at the Loop's instance with a zero-timeout
+// epoll_wait, into the Loop's batch, and parks only if it found nothing:
+// a wait that finds its fds ready costs what it costs on the thread, one
+// system call. Arming looks at the instance again (MOD does), so an event
+// that came after the look, or one the look missed, wakes the wait at
+// once: that is what lets the wait trust an empty look, and what keeps an
+// injected fault from losing an event. MOD wakes the waiter only for an
+// entry that is not on the parker's ready list already, so between waits
+// the entry is kept disarmed and off that list: once woken, the wait
+// drains the parker (a drain that reports the entry leaves it so);
+// otherwise it disarms the entry and drains. If that fails, the entry's
+// state is unknown and the next arm deletes and adds it.
 type loopParker struct {
-	f        *os.File // owns the duplicate of the epoll fd
-	rc       syscall.RawConn
-	deadline time.Time // the read deadline set on f; zero: none
-
-	look   func() (int, error) // the zero-timeout wait, into the batch
-	lookFn func(uintptr) bool  // p.lookCB, bound once so a wait allocates nothing
+	p     *parker
+	fd    int32               // the Loop's epoll fd
+	look  func() (int, error) // the Loop's zero-timeout wait, into its batch
+	armFn func(uintptr) bool  // lp.arm, bound once so a wait allocates nothing
+	clean bool                // the entry is disarmed and off the ready list
 
 	// One wait's state.
-	until time.Time // its deadline; zero: none
-	looks int       // looks made by its callback
-	n     int       // the last look's result
-	err   error     // and its error
+	c     *counters
+	armed bool  // the callback ran
+	err   error // arming's error
 }
 
 // A parkResult says how a loopParker's wait went.
 type parkResult uint8
 
 const (
-	// parkNo: the wait did not happen; the caller waits on its thread.
+	// parkNo: the wait did not happen (arming failed, or the netpoller
+	// did); the caller waits on its thread.
 	parkNo parkResult = iota
 	// parkDone: n and err are the wait's result.
 	parkDone
-	// parkDistrust: n and err are the wait's result, but the rest of
-	// this wait must not park (see loopParker).
+	// parkDistrust: n and err are the wait's result, and the rest of
+	// the wait blocks on its thread.
 	parkDistrust
 )
 
+// The loop's entry in its parker: armed, and disarmed (the kernel adds
+// EPOLLERR and EPOLLHUP, which an epoll fd never reports).
+const (
+	loopArmed    = unix.EPOLLIN | unix.EPOLLONESHOT
+	loopDisarmed = unix.EPOLLONESHOT
+)
+
 // newLoopParker returns a parker for be's epoll instance, or nil if be is
-// not epoll, the netpoller does not take an epoll fd, or the duplicate
-// cannot be made (no fd free): the Loop then waits on its thread. look is
-// the Loop's zero-timeout wait.
+// not epoll, the netpoller does not take an epoll fd, or the parker's
+// instance cannot be made (no fd free): the Loop then waits on its thread.
+// look is the Loop's zero-timeout wait.
 func newLoopParker(be backend, c *counters, look func() (int, error)) *loopParker {
 	eb, ok := be.(*epollBackend)
 	if !ok {
@@ -441,94 +456,137 @@ func newLoopParker(be backend, c *counters, look func() (int, error)) *loopParke
 	if broken {
 		return nil
 	}
-	fd, err := c.dup(eb.epfd)
+	p, err := newParker(c)
 	if err != nil {
+		if errors.Is(err, errNotPollable) {
+			parkers.mu.Lock()
+			parkers.broken = true
+			parkers.mu.Unlock()
+		}
 		return nil
 	}
-	// O_NONBLOCK is shared with the Loop's own fd; epoll_wait ignores it.
-	if err := c.setNonblock(fd); err != nil {
-		c.close(fd)
+	lp := &loopParker{p: p, fd: int32(eb.epfd), look: look}
+	lp.armFn = lp.arm
+	if lp.ctl(c, unix.EPOLL_CTL_ADD, loopDisarmed) != nil {
+		p.f.Close()
 		return nil
 	}
-	f := os.NewFile(uintptr(fd), "poller-loop")
-	rc, err := f.SyscallConn()
-	if err == nil {
-		// SetReadDeadline fails for a file the netpoller did not take.
-		err = f.SetReadDeadline(time.Time{})
-	}
-	if err != nil {
-		f.Close()
-		parkers.mu.Lock()
-		parkers.broken = true
-		parkers.mu.Unlock()
-		return nil
-	}
-	p := &loopParker{f: f, rc: rc, look: look}
-	p.lookFn = p.lookCB
-	return p
+	lp.clean = true
+	return lp
 }
 
-// wait waits, parked in the netpoller, until the instance has something
-// to report or timeout (nonzero; negative: none) passes, and returns the
-// look's result: how many events it put in the batch, or its raw errno.
-//
-// The read deadline is set only once a look has found nothing, just
-// before the goroutine parks: a new timer earlier than the netpoller's
-// sleep wakes the thread sleeping there, a cross-thread wakeup that a wait
-// finding its fds ready at once need not pay.
-func (p *loopParker) wait(timeout time.Duration) (int, error, parkResult) {
-	p.until = time.Time{}
-	if timeout > 0 {
-		p.until = time.Now().Add(timeout)
-	}
-	p.looks, p.n, p.err = 0, 0, nil
-	rerr := p.rc.Read(p.lookFn)
-	if p.looks == 0 && errors.Is(rerr, os.ErrDeadlineExceeded) && !p.deadline.IsZero() &&
-		(p.until.IsZero() || p.deadline.Before(p.until)) {
-		// An earlier wait's deadline passed before this one's callback
-		// ran: drop it and wait again.
-		p.f.SetReadDeadline(time.Time{})
-		p.deadline = time.Time{}
-		rerr = p.rc.Read(p.lookFn)
-	}
-	switch {
-	case p.looks == 0 && errors.Is(rerr, os.ErrDeadlineExceeded):
-		// The deadline passed before the callback ran: look once, or a
-		// ready fd would be taken for a timeout.
-		n, err := p.look()
+// wait waits, parked in the netpoller, until the Loop's instance has
+// something to report or timeout (nonzero; negative: none) passes, and
+// returns the last look's result: how many events it put in the batch, or
+// its raw errno.
+func (lp *loopParker) wait(c *counters, timeout time.Duration) (int, error, parkResult) {
+	if n, err := lp.look(); n != 0 || err != nil {
 		return n, err, parkDone
-	case p.looks == 0:
-		return 0, nil, parkNo
-	case p.err != nil:
-		return 0, p.err, parkDistrust
-	case p.n > 0:
-		return p.n, nil, parkDone
-	case p.looks == 1 && errors.Is(rerr, os.ErrDeadlineExceeded):
-		return 0, nil, parkDone // an honest timeout
 	}
-	// Woken, and the look found nothing (or the netpoller failed).
-	return 0, nil, parkDistrust
+	p := lp.p
+	if timeout > 0 {
+		p.f.SetReadDeadline(time.Now().Add(timeout))
+		p.deadline = true
+	} else if p.deadline {
+		p.f.SetReadDeadline(time.Time{})
+		p.deadline = false
+	}
+	lp.c, lp.armed, lp.err = c, false, nil
+	rerr := p.rc.Read(lp.armFn)
+	lp.c = nil
+	if !lp.armed {
+		if errors.Is(rerr, os.ErrDeadlineExceeded) {
+			// The deadline passed before the entry was armed: the look
+			// above was this wait's last.
+			return 0, nil, parkDone
+		}
+		return 0, nil, parkNo
+	}
+	if lp.err != nil {
+		return 0, nil, parkNo
+	}
+	if rerr != nil {
+		lp.disarm(c)
+		if errors.Is(rerr, os.ErrDeadlineExceeded) {
+			// An event that came with the deadline is found by the
+			// next wait's look.
+			return 0, nil, parkDone
+		}
+		return 0, nil, parkNo // the netpoller failed
+	}
+	reported, ok := lp.drain(c)
+	switch {
+	case ok && reported:
+		lp.clean = true // one-shot: reporting disarmed it
+	case ok:
+		// Woken for nothing: the caller takes it for a spurious
+		// return and waits again.
+		lp.disarm(c)
+		return 0, nil, parkDone
+	}
+	// The parker reported the Loop's instance (or the drain failed, and
+	// the look decides).
+	n, err := lp.look()
+	if n == 0 || err != nil {
+		// The instance said it had something and the look found
+		// nothing, or failed: the rest of this wait blocks on its
+		// thread, where each retry costs one system call, rather than
+		// arming and draining around every look.
+		return n, err, parkDistrust
+	}
+	return n, nil, parkDone
 }
 
-// lookCB is the RawConn.Read callback: it looks, and asks to park only
-// if the first look found nothing, with the wait's deadline set.
-func (p *loopParker) lookCB(uintptr) bool {
-	p.looks++
-	p.n, p.err = p.look()
-	if p.n != 0 || p.err != nil || p.looks > 1 {
+// arm is the RawConn.Read callback: the first call arms the entry and asks
+// to park; the call after a wakeup ends the wait.
+func (lp *loopParker) arm(uintptr) bool {
+	if lp.armed {
 		return true
 	}
-	if !p.deadline.Equal(p.until) {
-		// A deadline in the past makes the netpoller end the wait at
-		// once: an honest timeout.
-		p.f.SetReadDeadline(p.until) // the zero time clears it
-		p.deadline = p.until
+	lp.armed = true
+	if !lp.clean {
+		// Its state is unknown: delete it, and add it below, which
+		// looks whatever the state was.
+		lp.ctl(lp.c, unix.EPOLL_CTL_DEL, 0)
+		lp.err = lp.ctl(lp.c, unix.EPOLL_CTL_ADD, loopArmed)
+	} else {
+		lp.err = lp.ctl(lp.c, unix.EPOLL_CTL_MOD, loopArmed)
 	}
-	return false
+	lp.clean = false
+	return lp.err != nil
 }
 
-// close closes the duplicate, taking it out of the netpoller. No wait may
-// be running.
-func (p *loopParker) close() error {
-	return p.f.Close()
+// disarm brings an entry that may be armed, and may be on the ready list,
+// back to disarmed and off the list: disarmed, no event can put it there
+// again, and a drain takes it off without reporting it.
+func (lp *loopParker) disarm(c *counters) {
+	if lp.ctl(c, unix.EPOLL_CTL_MOD, loopDisarmed) != nil {
+		return
+	}
+	if _, ok := lp.drain(c); ok {
+		lp.clean = true
+	}
+}
+
+// drain collects the parker's reports without waiting, and reports
+// whether the entry was among them and whether the call succeeded.
+func (lp *loopParker) drain(c *counters) (reported, ok bool) {
+	p := lp.p
+	n, err := c.epollWait(p.epfd, p.evs[:1], 0)
+	if err != nil {
+		return false, false
+	}
+	return n > 0 && p.evs[0].Fd == lp.fd, true
+}
+
+func (lp *loopParker) ctl(c *counters, op int, events uint32) error {
+	p := lp.p
+	p.ev = unix.EpollEvent{Events: events, Fd: lp.fd}
+	return c.epollCtl(p.epfd, op, int(lp.fd), &p.ev)
+}
+
+// close closes the parker's instance, taking it out of the netpoller. No
+// wait may be running.
+func (lp *loopParker) close() error {
+	return lp.p.f.Close()
 }

@@ -37,6 +37,6 @@ const (
 	parkDistrust
 )
 
-func newLoopParker(backend, *counters, func() (int, error)) *loopParker { return nil }
-func (*loopParker) wait(time.Duration) (int, error, parkResult)         { return 0, nil, parkNo }
-func (*loopParker) close() error                                        { return nil }
+func newLoopParker(backend, *counters, func() (int, error)) *loopParker    { return nil }
+func (*loopParker) wait(*counters, time.Duration) (int, error, parkResult) { return 0, nil, parkNo }
+func (*loopParker) close() error                                           { return nil }

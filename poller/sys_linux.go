@@ -16,9 +16,6 @@ type sysPlatform struct {
 	// setNonblock sets O_NONBLOCK on fd (a parker's epoll fd, so that
 	// os.NewFile hands it to the netpoller).
 	setNonblock func(fd int) error
-	// dup duplicates fd, close-on-exec (a Loop's epoll fd, for the
-	// netpoller to own the duplicate).
-	dup func(fd int) (int, error)
 }
 
 var platformSys = sysPlatform{
@@ -29,7 +26,6 @@ var platformSys = sysPlatform{
 	},
 	eventfd:     func() (int, error) { return unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK) },
 	setNonblock: func(fd int) error { return unix.SetNonblock(fd, true) },
-	dup:         func(fd int) (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0) },
 }
 
 // sysPoll is ppoll(2) with a nil signal mask: the kernel leaves the mask
@@ -78,9 +74,4 @@ const pollName = "ppoll"
 func (c *counters) setNonblock(fd int) error {
 	c.syscalls.Add(1)
 	return sys.setNonblock(fd)
-}
-
-func (c *counters) dup(fd int) (int, error) {
-	c.syscalls.Add(1)
-	return sys.dup(fd)
 }
