@@ -1,6 +1,7 @@
 package poller_test
 
 import (
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -309,5 +310,67 @@ func readAll(fd int) int {
 			return total
 		}
 		total += n
+	}
+}
+
+// BenchmarkLoopHandoff bounces a byte between a goroutine and a Loop: the
+// goroutine writes a pipe and reads the answer through os.File (Go's
+// netpoller), the loop's handler answers. One op is a round trip, in which
+// the loop blocks once and is woken by the goroutine: what the parked wait
+// changes, against the wait on the loop's thread.
+func BenchmarkLoopHandoff(b *testing.B) {
+	for _, netpoller := range []bool{true, false} {
+		name := "netpoller"
+		if !netpoller {
+			name = "thread"
+		}
+		b.Run(name, func(b *testing.B) {
+			ping, pong := newPipe(b), newPipe(b)
+			l, err := poller.NewLoop(poller.WithBackend(poller.BackendEpoll), poller.WithNetpoller(netpoller))
+			require.NoError(b, err)
+			defer l.Close()
+			var buf [1]byte
+			require.NoError(b, l.Add(ping.r, poller.Read, func(fd int, _ poller.Events) {
+				if n, _ := unix.Read(fd, buf[:]); n == 1 {
+					unix.Write(pong.w, buf[:])
+				}
+			}))
+			// The goroutine's ends, in the netpoller (they are nonblocking).
+			pingW := os.NewFile(uintptr(ping.w), "ping")
+			pongR := os.NewFile(uintptr(pong.r), "pong")
+			ping.w, pong.r = -1, -1 // closed through the files
+			defer pingW.Close()
+			defer pongR.Close()
+			done := make(chan struct{})
+			go func() {
+				defer l.Wake()
+				defer close(done)
+				var b1 [1]byte
+				for range b.N {
+					if _, err := pingW.Write([]byte{'x'}); err != nil {
+						return
+					}
+					if _, err := pongR.Read(b1[:]); err != nil {
+						return
+					}
+				}
+			}()
+			before := l.Stats()
+			b.ResetTimer()
+			for {
+				select {
+				case <-done:
+					b.StopTimer()
+					after := l.Stats()
+					b.ReportMetric(float64(after.Parked-before.Parked)/float64(b.N), "parked/op")
+					b.ReportMetric(float64(after.Syscalls-before.Syscalls)/float64(b.N), "loop-syscalls/op")
+					return
+				default:
+				}
+				if _, err := l.RunOnce(-1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
