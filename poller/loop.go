@@ -363,7 +363,7 @@ func (l *Loop) exit() {
 // look failed.
 func (l *Loop) poll(timeout time.Duration) (int, error) {
 	if timeout != 0 && l.park != nil && !l.unparked {
-		n, err, res := l.park.wait(&l.c, timeout)
+		n, res, err := l.park.wait(&l.c, timeout)
 		if res != parkNo {
 			l.c.parked.Add(1)
 			l.unparked = res == parkDistrust

@@ -479,9 +479,9 @@ func newLoopParker(be backend, c *counters, look func() (int, error)) *loopParke
 // something to report or timeout (nonzero; negative: none) passes, and
 // returns the last look's result: how many events it put in the batch, or
 // its raw errno.
-func (lp *loopParker) wait(c *counters, timeout time.Duration) (int, error, parkResult) {
+func (lp *loopParker) wait(c *counters, timeout time.Duration) (int, parkResult, error) {
 	if n, err := lp.look(); n != 0 || err != nil {
-		return n, err, parkDone
+		return n, parkDone, err
 	}
 	p := lp.p
 	if timeout > 0 {
@@ -498,21 +498,21 @@ func (lp *loopParker) wait(c *counters, timeout time.Duration) (int, error, park
 		if errors.Is(rerr, os.ErrDeadlineExceeded) {
 			// The deadline passed before the entry was armed: the look
 			// above was this wait's last.
-			return 0, nil, parkDone
+			return 0, parkDone, nil
 		}
-		return 0, nil, parkNo
+		return 0, parkNo, nil
 	}
 	if lp.err != nil {
-		return 0, nil, parkNo
+		return 0, parkNo, nil
 	}
 	if rerr != nil {
 		lp.disarm(c)
 		if errors.Is(rerr, os.ErrDeadlineExceeded) {
 			// An event that came with the deadline is found by the
 			// next wait's look.
-			return 0, nil, parkDone
+			return 0, parkDone, nil
 		}
-		return 0, nil, parkNo // the netpoller failed
+		return 0, parkNo, nil // the netpoller failed
 	}
 	reported, ok := lp.drain(c)
 	switch {
@@ -522,7 +522,7 @@ func (lp *loopParker) wait(c *counters, timeout time.Duration) (int, error, park
 		// Woken for nothing: the caller takes it for a spurious
 		// return and waits again.
 		lp.disarm(c)
-		return 0, nil, parkDone
+		return 0, parkDone, nil
 	}
 	// The parker reported the Loop's instance (or the drain failed, and
 	// the look decides).
@@ -532,9 +532,9 @@ func (lp *loopParker) wait(c *counters, timeout time.Duration) (int, error, park
 		// nothing, or failed: the rest of this wait blocks on its
 		// thread, where each retry costs one system call, rather than
 		// arming and draining around every look.
-		return n, err, parkDistrust
+		return n, parkDistrust, err
 	}
-	return n, nil, parkDone
+	return n, parkDone, nil
 }
 
 // arm is the RawConn.Read callback: the first call arms the entry and asks

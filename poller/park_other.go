@@ -38,5 +38,5 @@ const (
 )
 
 func newLoopParker(backend, *counters, func() (int, error)) *loopParker    { return nil }
-func (*loopParker) wait(*counters, time.Duration) (int, error, parkResult) { return 0, nil, parkNo }
+func (*loopParker) wait(*counters, time.Duration) (int, parkResult, error) { return 0, parkNo, nil }
 func (*loopParker) close() error                                           { return nil }
