@@ -455,7 +455,7 @@ func (l *Loop) freeLocked() error {
 	}
 	var perr error
 	if l.park != nil {
-		// Out of the netpoller before the fd it duplicates is closed.
+		// Out of the netpoller before the epoll fd it watches is closed.
 		perr = l.park.close()
 		l.park = nil
 	}

@@ -84,8 +84,10 @@ func WithBackend(b Backend) Option {
 // allows it (epoll, on Linux; see Loop). It is for a loop goroutine locked
 // to its thread (runtime.LockOSThread, a C library's thread-local state):
 // the runtime must hand a parked locked goroutine back to its own thread,
-// one more thread wakeup per wait than blocking there. A Mux ignores it:
-// its waits park only when it shares a lock (see Mux).
+// one more thread wakeup per wait than blocking there. A loop whose fds
+// are made ready only by other processes may also prefer it: parking
+// saves it no thread wakeup and costs a few system calls per wait. A Mux
+// ignores it: its waits park only when it shares a lock (see Mux).
 func WithNetpoller(use bool) Option {
 	return func(c *config) { c.onThread = !use }
 }
