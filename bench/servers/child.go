@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -90,8 +91,8 @@ func freeAddr() (string, error) {
 }
 
 // startServer starts s from binDir with loops event loops (0: s.Loops)
-// and waits until it serves PING.
-func startServer(binDir string, s server, loops int) (*child, error) {
+// and the flags extra, and waits until it serves PING.
+func startServer(binDir string, s server, loops int, extra ...string) (*child, error) {
 	if loops == 0 {
 		loops = s.Loops
 	}
@@ -99,7 +100,7 @@ func startServer(binDir string, s server, loops int) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"-addr", addr, "-loops", strconv.Itoa(loops)}, s.Args...)
+	args := slices.Concat([]string{"-addr", addr, "-loops", strconv.Itoa(loops)}, s.Args, extra)
 	cmd := exec.Command(filepath.Join(binDir, s.Bin), args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

@@ -52,6 +52,7 @@ func main() {
 	flag.DurationVar(&o.bursty.Gap, "gap", time.Second, "silence between bursts")
 	flag.DurationVar(&o.bursty.Tail, "tail", 3*time.Second, "silence after the last burst before the final reading")
 	flag.DurationVar(&o.bursty.Sample, "sample", 20*time.Millisecond, "RSS sampling period")
+	flag.StringVar(&o.bursty.Values, "values", "reuse", "how the store keeps SET values: reuse (in place over a value of about the same size) or copy (new memory each SET, the old value garbage)")
 	flag.IntVar(&o.idle, "idle-conns", 10000, "idle connections to hold")
 	flag.DurationVar(&o.settle, "idle-settle", 2*time.Second, "how long idle connections sit before the reading")
 	flag.IntVar(&o.slow.Value, "slow-value", 1<<20, "slow reader: value size")
@@ -73,7 +74,7 @@ func main() {
 // applySmoke shrinks every experiment to a few seconds in all.
 func applySmoke(o *options) {
 	o.rounds, o.load, o.run = 1, "go", "bursty,idle,slow,pipeline"
-	o.bursty = burstyParams{Load: loadParams{Requests: 1000, Clients: 10, Size: 128, Keys: 100},
+	o.bursty = burstyParams{Load: loadParams{Requests: 1000, Clients: 10, Size: 128, Keys: 100}, Values: o.bursty.Values,
 		Bursts: 2, Gap: 200 * time.Millisecond, Tail: 300 * time.Millisecond, Sample: 20 * time.Millisecond}
 	o.idle, o.settle = 200, 200*time.Millisecond
 	o.slow = slowParams{Value: 256 << 10, Gets: 16, Rate: 1 << 20, Duration: 500 * time.Millisecond, Sample: 20 * time.Millisecond}
@@ -99,6 +100,9 @@ func run(o options) error {
 	o.slow.Sample = o.bursty.Sample
 	o.pipe = loadParams{Tests: []string{"set", "get"}, Clients: o.bursty.Load.Clients, Requests: o.pipe.Requests,
 		Size: o.pipe.Size, Keys: o.bursty.Load.Keys, Pipeline: o.pipe.Pipeline}
+	if o.bursty.Values != "reuse" && o.bursty.Values != "copy" {
+		return fmt.Errorf("-values %q: want reuse or copy", o.bursty.Values)
+	}
 	if o.rounds < 1 || o.bursty.Bursts < 1 {
 		return fmt.Errorf("-rounds %d, -bursts %d: want at least 1", o.rounds, o.bursty.Bursts)
 	}

@@ -163,9 +163,13 @@ func printBursty(w io.Writer, rep *report) {
 	if len(rep.Summary) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "bursty SET/GET load (%s): %d bursts of %d requests per test, -c %d -d %d -r %d, %v gaps, %v tail; medians of %d rounds\n",
+	values := rep.Bursty.Values
+	if values == "" {
+		values = "copy" // every SET copied, before -values
+	}
+	fmt.Fprintf(w, "bursty SET/GET load (%s): %d bursts of %d requests per test, -c %d -d %d -r %d, values %s, %v gaps, %v tail; medians of %d rounds\n",
 		rep.Load, rep.Bursty.Bursts, rep.Bursty.Load.Requests, rep.Bursty.Load.Clients, rep.Bursty.Load.Size,
-		rep.Bursty.Load.Keys, rep.Bursty.Gap, rep.Bursty.Tail, rep.Summary[0].Rounds)
+		rep.Bursty.Load.Keys, values, rep.Bursty.Gap, rep.Bursty.Tail, rep.Summary[0].Rounds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "server\tloops\treq/s\tp50 ms\tp99 ms\tpeak MiB\tgap MiB\t+3s MiB\tCPU s\tGC\t")
 	for _, s := range rep.Summary {

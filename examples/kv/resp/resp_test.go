@@ -142,6 +142,10 @@ func TestSetOverwriteInPlace(t *testing.T) {
 	v, ok := s.Get([]byte("k"))
 	require.True(t, ok)
 	assert.Equal(t, strings.Repeat("b", 900), string(v))
+	s.CopyValues = true
+	allocs = testing.AllocsPerRun(100, func() { s.Serve(out[:0], in, 0) })
+	assert.Equal(t, 1.0, allocs, "SET with CopyValues")
+	s.CopyValues = false
 
 	for _, n := range []int{10, 5000} {
 		s.Set([]byte("k"), []byte(strings.Repeat("c", n)))

@@ -15,6 +15,13 @@ const shards = 16
 // A Store is an in-memory key-value map that executes RESP commands. It is
 // safe for concurrent use; the zero value is an empty store.
 type Store struct {
+	// CopyValues makes every SET copy its value into new memory, even
+	// over a value of about its size (see Set), so that each overwrite
+	// leaves the old value to the collector: what a store must do that
+	// lets readers keep values outside its lock, and a stand-in for a
+	// server that allocates for every request. Set it before first use.
+	CopyValues bool
+
 	seed     maphash.Seed
 	seedOnce sync.Once
 	commands atomic.Uint64
@@ -43,7 +50,7 @@ func (s *Store) Set(key, value []byte) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if old, ok := sh.m[string(key)]; ok && reusable(old, len(value)) {
+	if old, ok := sh.m[string(key)]; ok && !s.CopyValues && reusable(old, len(value)) {
 		sh.m[string(key)] = append(old[:0], value...)
 		return
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 
 	"github.com/idlemux/idlemux/bench/servers/internal/serve"
-	"github.com/idlemux/idlemux/examples/kv/resp"
 	"github.com/idlemux/idlemux/gcstep"
 	"github.com/idlemux/idlemux/netloop"
 )
@@ -16,7 +15,7 @@ import (
 func main() {
 	stepper := flag.Bool("stepper", true, "collect garbage while the loops are idle")
 	cfg := serve.Parse()
-	var store resp.Store
+	store := cfg.Store()
 	var opts []netloop.Option
 	if cfg.Loops > 0 {
 		opts = append(opts, netloop.WithLoops(cfg.Loops))
