@@ -23,6 +23,7 @@ type server struct {
 	Bin   string   // the package under srv/ that serves it
 	Args  []string // flags beside -addr and -loops
 	Loops int      // -loops; 0 is the library's default
+	Pin   string   // CPUs to run on (taskset -c), "" for any
 }
 
 // servers are all the configurations, in the report's order. The libraries'
@@ -102,6 +103,10 @@ func startServer(binDir string, s server, loops int, extra ...string) (*child, e
 	}
 	args := slices.Concat([]string{"-addr", addr, "-loops", strconv.Itoa(loops)}, s.Args, extra)
 	cmd := exec.Command(filepath.Join(binDir, s.Bin), args...)
+	if s.Pin != "" {
+		// taskset execs the server: the pid stays the server's.
+		cmd = exec.Command("taskset", slices.Concat([]string{"-c", s.Pin, filepath.Join(binDir, s.Bin)}, args)...)
+	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -32,6 +32,8 @@ type options struct {
 	pipe     loadParams
 	pipeSrv  string
 	pipeLoop int
+	pinSrv   string
+	pinCli   string
 }
 
 func main() {
@@ -64,6 +66,8 @@ func main() {
 	flag.IntVar(&o.pipe.Size, "pipe-d", 128, "pipelined load: value size in bytes (small, so the loops' CPU is what limits)")
 	flag.StringVar(&o.pipeSrv, "pipe-servers", "netloop-step", "pipelined load: servers, each with 1 loop and with -loops")
 	flag.IntVar(&o.pipeLoop, "loops", runtime.NumCPU(), "pipelined load: the many-loops count")
+	flag.StringVar(&o.pinSrv, "pin-server", "", "pipelined load: run the servers on these CPUs (taskset -c list, e.g. 0)")
+	flag.StringVar(&o.pinCli, "pin-client", "", "pipelined load: run redis-benchmark on these CPUs (taskset -c list, e.g. 1)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "servers:", err)
@@ -118,6 +122,15 @@ func run(o options) error {
 	ld, err := pickLoader(o.load)
 	if err != nil {
 		return err
+	}
+	pipeLd := ld
+	if o.pinCli != "" {
+		rb, ok := ld.(redisBenchmark)
+		if !ok {
+			return fmt.Errorf("-pin-client needs redis-benchmark, not the %s load generator", ld.Name())
+		}
+		rb.pin = o.pinCli
+		pipeLd = rb
 	}
 	binDir, err := os.MkdirTemp("", "idlemux-servers-")
 	if err != nil {
@@ -196,12 +209,13 @@ func run(o options) error {
 				if !ok {
 					return fmt.Errorf("unknown server %q", n)
 				}
+				s.Pin = o.pinSrv
 				cfgs = append(cfgs, cfg{s, 1}, cfg{s, o.pipeLoop})
 			}
 			for r := range o.rounds {
 				for _, c := range rotate(cfgs, r) {
 					fmt.Fprintf(os.Stderr, "pipeline: round %d/%d, %s -loops %d\n", r+1, o.rounds, c.s.Name, c.loops)
-					pr, err := runPipeline(binDir, c.s, c.loops, ld, o.pipe, r)
+					pr, err := runPipeline(binDir, c.s, c.loops, pipeLd, o.pipe, r)
 					if err != nil {
 						errs = append(errs, err)
 						continue
