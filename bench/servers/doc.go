@@ -6,6 +6,9 @@
 //	netloop-step-1  the same with one loop
 //	netloop         idlemux's netloop, idle stepping off
 //	netloop-1       the same with one loop
+//	netloop-reuseport  netloop without a stepper, a listening socket per
+//	                loop (SO_REUSEPORT) instead of one acceptor (not in the
+//	                default -servers; for -pipe-servers)
 //	gnet            github.com/panjf2000/gnet/v2, multicore (a loop per CPU)
 //	gnet-1          the same with one loop
 //	nbio            github.com/lesismal/nbio, its default pollers (one per

@@ -14,9 +14,10 @@ import (
 
 func main() {
 	stepper := flag.Bool("stepper", true, "collect garbage while the loops are idle")
+	reusePort := flag.Bool("reuseport", false, "a listening socket per loop (SO_REUSEPORT) instead of one acceptor handing connections out in turn")
 	cfg := serve.Parse()
 	store := cfg.Store()
-	var opts []netloop.Option
+	opts := []netloop.Option{netloop.WithReusePort(*reusePort)}
 	if cfg.Loops > 0 {
 		opts = append(opts, netloop.WithLoops(cfg.Loops))
 	}
