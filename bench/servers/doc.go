@@ -24,7 +24,9 @@
 //	          them, then -tail of silence; per server: requests/s, p50/p99,
 //	          peak RSS (VmHWM), RSS at the end of each gap and -tail after
 //	          the load (VmRSS sampled every -sample), CPU (utime+stime) and
-//	          GC cycles (printed by the server as it exits)
+//	          GC cycles (printed by the server as it exits); -values copy
+//	          makes the store copy every SET into new memory (garbage),
+//	          -values reuse (the default) lets it overwrite in place
 //	idle      -idle-conns connections, each served one PING and then left
 //	          idle: RSS per connection (the soft RLIMIT_NOFILE is raised to
 //	          the hard limit; the test is skipped, with the reason, if that
@@ -34,7 +36,9 @@
 //	          server's RSS grows
 //	pipeline  -P deep pipelined load (-pipe-n requests per test, -pipe-d byte
 //	          values) against -pipe-servers with 1 loop and
-//	          with -loops loops
+//	          with -loops loops: requests/s, p50/p99, the server's CPU and
+//	          context switches, the load generator's CPU; -pin-server and
+//	          -pin-client put them on given CPUs (taskset)
 //
 // Servers run interleaved: every round runs each server once, the order
 // rotating from round to round, and the tables show medians over -rounds.
