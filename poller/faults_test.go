@@ -112,24 +112,39 @@ func waitTargets() []waitTarget {
 	// park in the netpoller where there is one (park_linux.go).
 	ts = append(ts, muxTargets(true)...)
 	for _, b := range Backends() {
-		ts = append(ts, waitTarget{"Loop/" + b.String(), func(t *testing.T, r int) (func(time.Duration) (bool, error), func() Stats, func()) {
-			l, err := NewLoop(WithBackend(b))
-			require.NoError(t, err)
-			got := false
-			require.NoError(t, l.Add(r, Read, func(fd int, ev Events) {
-				var buf [16]byte
-				if n, _ := unix.Read(fd, buf[:]); n > 0 {
-					got = true
-				}
-			}))
-			return func(d time.Duration) (bool, error) {
-				got = false
-				_, err := l.RunOnce(d)
-				return got, err
-			}, l.Stats, func() { require.NoError(t, l.Close()) }
-		}})
+		ts = append(ts, loopTarget(b, false))
+		if b == BackendEpoll {
+			// Its blocking waits park in the netpoller; on their
+			// thread too, as where parking is not possible.
+			ts = append(ts, loopTarget(b, true))
+		}
 	}
 	return ts
+}
+
+// loopTarget is a Loop's RunOnce on backend b, its blocking waits made on
+// their thread if onThread.
+func loopTarget(b Backend, onThread bool) waitTarget {
+	name := "Loop/" + b.String()
+	if onThread {
+		name += "/thread"
+	}
+	return waitTarget{name, func(t *testing.T, r int) (func(time.Duration) (bool, error), func() Stats, func()) {
+		l, err := NewLoop(WithBackend(b), WithNetpoller(!onThread))
+		require.NoError(t, err)
+		got := false
+		require.NoError(t, l.Add(r, Read, func(fd int, ev Events) {
+			var buf [16]byte
+			if n, _ := unix.Read(fd, buf[:]); n > 0 {
+				got = true
+			}
+		}))
+		return func(d time.Duration) (bool, error) {
+			got = false
+			_, err := l.RunOnce(d)
+			return got, err
+		}, l.Stats, func() { require.NoError(t, l.Close()) }
+	}}
 }
 
 // muxTargets returns the Mux's waits, made by a goroutine holding a

@@ -25,6 +25,15 @@ const batchSize = 128
 // goroutine through Run or RunOnce, waiting with the idle algorithm of the
 // package comment.
 //
+// On epoll (Linux) a wait that blocks parks the loop goroutine in Go's
+// netpoller, as a goroutine reading an os.File does, instead of blocking
+// its thread in epoll_wait: whatever makes an fd ready, often another
+// goroutine of the program, then hands over to the loop through the
+// runtime's scheduler rather than by waking another thread, which costs
+// most when other processes keep the cores busy. Each Loop keeps one more
+// fd for that (a small epoll instance registered with the netpoller);
+// where it cannot, it waits on its thread as the other backends do.
+//
 // Add, Modify, Remove, AfterFunc, Wake, Stats and Close may be called from
 // any goroutine, and from handlers and timer functions during dispatch; a
 // handler may remove or modify its own fd. Run and RunOnce are for one
@@ -37,6 +46,14 @@ type Loop struct {
 	pollFn  waitFunc     // l.poll, bound once
 	evs     []readyEvent // the batch; loop goroutine only
 	mayStep bool         // the stepper may have work; loop goroutine only
+
+	// park parks blocking waits in Go's netpoller (park_linux.go); nil
+	// where it cannot: the wait then blocks its thread in the backend.
+	// unparked is set for the rest of a RunOnce's wait once parking
+	// failed (the kernel refused to arm) or its look did (see
+	// loopParker). Both are the loop goroutine's.
+	park     *loopParker
+	unparked bool
 
 	// waiting is true from the moment RunOnce computes its timeout (under
 	// mu) until its wait returns. A change that the wait must see (a timer
@@ -103,6 +120,9 @@ func NewLoop(opts ...Option) (*Loop, error) {
 		l.wake.close(&l.c)
 		be.close()
 		return nil, opError("NewLoop", err)
+	}
+	if !cfg.onThread {
+		l.park = newLoopParker(be, &l.c, l.look)
 	}
 	return l, nil
 }
@@ -302,6 +322,7 @@ func (l *Loop) runOnce(op string, timeout time.Duration) (int, error) {
 
 	n, err := l.idle.wait(timeout, false, &l.mayStep, l.pollFn)
 	l.waiting.Store(false)
+	l.unparked = false
 	if err != nil {
 		return 0, opError(op, os.NewSyscallError(l.be.waitName(), err))
 	}
@@ -333,9 +354,29 @@ func (l *Loop) exit() {
 	}
 }
 
-// poll is the Loop's waitFunc: one backend wait.
+// poll is the Loop's waitFunc: one backend wait. A wait that may block
+// parks the goroutine in Go's netpoller where the Loop can (epoll on
+// Linux, see loopParker), and blocks the thread in the backend's wait
+// elsewhere: the poll and select backends, other platforms, a netpoller
+// that refuses an epoll fd, a Loop made with no fd free for the parker's
+// instance, WithNetpoller(false), and the rest of a wait whose arming or
+// look failed.
 func (l *Loop) poll(timeout time.Duration) (int, error) {
+	if timeout != 0 && l.park != nil && !l.unparked {
+		n, res, err := l.park.wait(&l.c, timeout)
+		if res != parkNo {
+			l.c.parked.Add(1)
+			l.unparked = res == parkDistrust
+			return n, err
+		}
+		l.unparked = true
+	}
 	return l.be.wait(timeout, l.evs)
+}
+
+// look is the parked wait's look: a zero-timeout backend wait.
+func (l *Loop) look() (int, error) {
+	return l.be.wait(0, l.evs)
 }
 
 // dispatch calls the handlers of the first n events of l.evs and returns
@@ -412,7 +453,13 @@ func (l *Loop) freeLocked() error {
 	if l.be == nil {
 		return nil
 	}
-	err := errors.Join(l.wake.close(&l.c), l.be.close())
+	var perr error
+	if l.park != nil {
+		// Out of the netpoller before the fd it duplicates is closed.
+		perr = l.park.close()
+		l.park = nil
+	}
+	err := errors.Join(perr, l.wake.close(&l.c), l.be.close())
 	l.be = nil
 	return err
 }

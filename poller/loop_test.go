@@ -128,7 +128,15 @@ func TestLoopClosedFD(t *testing.T) {
 			require.NoError(t, err)
 		}
 		s := l.Stats()
-		assert.LessOrEqual(t, s.Syscalls, uint64(12), "the loop spins: %+v", s)
+		budget := uint64(12)
+		if s.Parked > 0 {
+			// A parked wait that times out makes four calls (look,
+			// arm, disarm, drain) where a wait on the thread makes
+			// one, and the parker's instance two more to set up.
+			assert.LessOrEqual(t, s.Parked, uint64(3), "the loop spins: %+v", s)
+			budget += 2 + 3*3
+		}
+		assert.LessOrEqual(t, s.Syscalls, budget, "the loop spins: %+v", s)
 		if b == poller.BackendEpoll {
 			assert.Empty(t, got)
 			require.ErrorIs(t, l.Remove(fd), unix.EBADF)

@@ -25,6 +25,8 @@ type config struct {
 	stepper gcstep.Stepper
 	budget  time.Duration
 	backend Backend
+	// onThread: a Loop's blocking waits block its thread (WithNetpoller).
+	onThread bool
 }
 
 func newConfig(opts []Option) config {
@@ -74,6 +76,18 @@ func WithStepBudget(d time.Duration) Option {
 // it has.
 func WithBackend(b Backend) Option {
 	return func(c *config) { c.backend = b }
+}
+
+// WithNetpoller(false) makes a Loop's blocking waits block its thread in
+// the backend's wait (epoll_wait, ppoll, select) instead of parking the
+// loop goroutine in Go's netpoller, which is the default where the backend
+// allows it (epoll, on Linux; see Loop). It is for a loop goroutine locked
+// to its thread (runtime.LockOSThread, a C library's thread-local state):
+// the runtime must hand a parked locked goroutine back to its own thread,
+// one more thread wakeup per wait than blocking there. A Mux ignores it:
+// its waits park only when it shares a lock (see Mux).
+func WithNetpoller(use bool) Option {
+	return func(c *config) { c.onThread = !use }
 }
 
 // A Backend names the kernel interface a Mux or Loop waits with.

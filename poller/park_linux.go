@@ -371,3 +371,222 @@ func (p *parker) isTarget(fd int32) bool {
 	}
 	return false
 }
+
+// Parking a Loop's blocking wait in Go's netpoller.
+//
+// A Loop blocked in epoll_wait holds an OS thread, and whatever makes its
+// fds ready (often a goroutine of the same program writing a pipe or a
+// socket) has to wake that thread through the kernel. With a core taken
+// by another process that wakeup waits for the kernel's scheduler to
+// place the thread beside it, and every handoff between the producer and
+// the loop pays it (bench/README.md, "Busy core", has the numbers). A
+// goroutine parked in the netpoller is woken by the runtime instead, often
+// on the thread that just made its fd ready, once that thread runs out of
+// work: no cross-thread wakeup at all.
+//
+// A loopParker does that with its own small epoll instance, registered
+// with the netpoller as a parker's is (newParker), whose one entry is the
+// Loop's epoll fd: an epoll instance is readable while it has events to
+// report, so the netpoller wakes the goroutine when the Loop's instance
+// has something. The entry is one-shot and stays disarmed except during a
+// parked wait: armed all the time, every event the Loop's instance
+// received while the loop runs would wake the netpoller's sleeping thread
+// for nothing. It is re-armed with EPOLL_CTL_MOD, never deleted and added
+// again: adding an epoll fd to another makes the kernel walk every fd the
+// Loop watches, looking for loops.
+//
+// A wait first looks at the Loop's instance with a zero-timeout
+// epoll_wait, into the Loop's batch, and parks only if it found nothing:
+// a wait that finds its fds ready costs what it costs on the thread, one
+// system call. Arming looks at the instance again (MOD does), so an event
+// that came after the look, or one the look missed, wakes the wait at
+// once: that is what lets the wait trust an empty look, and what keeps an
+// injected fault from losing an event. MOD wakes the waiter only for an
+// entry that is not on the parker's ready list already, so between waits
+// the entry is kept disarmed and off that list: once woken, the wait
+// drains the parker (a drain that reports the entry leaves it so);
+// otherwise it disarms the entry and drains. If that fails, the entry's
+// state is unknown and the next arm deletes and adds it.
+type loopParker struct {
+	p     *parker
+	fd    int32               // the Loop's epoll fd
+	look  func() (int, error) // the Loop's zero-timeout wait, into its batch
+	armFn func(uintptr) bool  // lp.arm, bound once so a wait allocates nothing
+	clean bool                // the entry is disarmed and off the ready list
+
+	// One wait's state.
+	c     *counters
+	armed bool  // the callback ran
+	err   error // arming's error
+}
+
+// A parkResult says how a loopParker's wait went.
+type parkResult uint8
+
+const (
+	// parkNo: the wait did not happen (arming failed, or the netpoller
+	// did); the caller waits on its thread.
+	parkNo parkResult = iota
+	// parkDone: n and err are the wait's result.
+	parkDone
+	// parkDistrust: n and err are the wait's result, and the rest of
+	// the wait blocks on its thread.
+	parkDistrust
+)
+
+// The loop's entry in its parker: armed, and disarmed (the kernel adds
+// EPOLLERR and EPOLLHUP, which an epoll fd never reports).
+const (
+	loopArmed    = unix.EPOLLIN | unix.EPOLLONESHOT
+	loopDisarmed = unix.EPOLLONESHOT
+)
+
+// newLoopParker returns a parker for be's epoll instance, or nil if be is
+// not epoll, the netpoller does not take an epoll fd, or the parker's
+// instance cannot be made (no fd free): the Loop then waits on its thread.
+// look is the Loop's zero-timeout wait.
+func newLoopParker(be backend, c *counters, look func() (int, error)) *loopParker {
+	eb, ok := be.(*epollBackend)
+	if !ok {
+		return nil
+	}
+	parkers.mu.Lock()
+	broken := parkers.broken
+	parkers.mu.Unlock()
+	if broken {
+		return nil
+	}
+	p, err := newParker(c)
+	if err != nil {
+		if errors.Is(err, errNotPollable) {
+			parkers.mu.Lock()
+			parkers.broken = true
+			parkers.mu.Unlock()
+		}
+		return nil
+	}
+	lp := &loopParker{p: p, fd: int32(eb.epfd), look: look}
+	lp.armFn = lp.arm
+	if lp.ctl(c, unix.EPOLL_CTL_ADD, loopDisarmed) != nil {
+		p.f.Close()
+		return nil
+	}
+	lp.clean = true
+	return lp
+}
+
+// wait waits, parked in the netpoller, until the Loop's instance has
+// something to report or timeout (nonzero; negative: none) passes, and
+// returns the last look's result: how many events it put in the batch, or
+// its raw errno.
+func (lp *loopParker) wait(c *counters, timeout time.Duration) (int, parkResult, error) {
+	if n, err := lp.look(); n != 0 || err != nil {
+		return n, parkDone, err
+	}
+	p := lp.p
+	if timeout > 0 {
+		p.f.SetReadDeadline(time.Now().Add(timeout))
+		p.deadline = true
+	} else if p.deadline {
+		p.f.SetReadDeadline(time.Time{})
+		p.deadline = false
+	}
+	lp.c, lp.armed, lp.err = c, false, nil
+	rerr := p.rc.Read(lp.armFn)
+	lp.c = nil
+	if !lp.armed {
+		if errors.Is(rerr, os.ErrDeadlineExceeded) {
+			// The deadline passed before the entry was armed: the look
+			// above was this wait's last.
+			return 0, parkDone, nil
+		}
+		return 0, parkNo, nil
+	}
+	if lp.err != nil {
+		return 0, parkNo, nil
+	}
+	if rerr != nil {
+		lp.disarm(c)
+		if errors.Is(rerr, os.ErrDeadlineExceeded) {
+			// An event that came with the deadline is found by the
+			// next wait's look.
+			return 0, parkDone, nil
+		}
+		return 0, parkNo, nil // the netpoller failed
+	}
+	reported, ok := lp.drain(c)
+	switch {
+	case ok && reported:
+		lp.clean = true // one-shot: reporting disarmed it
+	case ok:
+		// Woken for nothing: the caller takes it for a spurious
+		// return and waits again.
+		lp.disarm(c)
+		return 0, parkDone, nil
+	}
+	// The parker reported the Loop's instance (or the drain failed, and
+	// the look decides).
+	n, err := lp.look()
+	if n == 0 || err != nil {
+		// The instance said it had something and the look found
+		// nothing, or failed: the rest of this wait blocks on its
+		// thread, where each retry costs one system call, rather than
+		// arming and draining around every look.
+		return n, parkDistrust, err
+	}
+	return n, parkDone, nil
+}
+
+// arm is the RawConn.Read callback: the first call arms the entry and asks
+// to park; the call after a wakeup ends the wait.
+func (lp *loopParker) arm(uintptr) bool {
+	if lp.armed {
+		return true
+	}
+	lp.armed = true
+	if !lp.clean {
+		// Its state is unknown: delete it, and add it below, which
+		// looks whatever the state was.
+		lp.ctl(lp.c, unix.EPOLL_CTL_DEL, 0)
+		lp.err = lp.ctl(lp.c, unix.EPOLL_CTL_ADD, loopArmed)
+	} else {
+		lp.err = lp.ctl(lp.c, unix.EPOLL_CTL_MOD, loopArmed)
+	}
+	lp.clean = false
+	return lp.err != nil
+}
+
+// disarm brings an entry that may be armed, and may be on the ready list,
+// back to disarmed and off the list: disarmed, no event can put it there
+// again, and a drain takes it off without reporting it.
+func (lp *loopParker) disarm(c *counters) {
+	if lp.ctl(c, unix.EPOLL_CTL_MOD, loopDisarmed) != nil {
+		return
+	}
+	if _, ok := lp.drain(c); ok {
+		lp.clean = true
+	}
+}
+
+// drain collects the parker's reports without waiting, and reports
+// whether the entry was among them and whether the call succeeded.
+func (lp *loopParker) drain(c *counters) (reported, ok bool) {
+	p := lp.p
+	n, err := c.epollWait(p.epfd, p.evs[:1], 0)
+	if err != nil {
+		return false, false
+	}
+	return n > 0 && p.evs[0].Fd == lp.fd, true
+}
+
+func (lp *loopParker) ctl(c *counters, op int, events uint32) error {
+	p := lp.p
+	p.ev = unix.EpollEvent{Events: events, Fd: lp.fd}
+	return c.epollCtl(p.epfd, op, int(lp.fd), &p.ev)
+}
+
+// close closes the parker's instance, taking it out of the netpoller. No
+// wait may be running.
+func (lp *loopParker) close() error {
+	return lp.p.f.Close()
+}

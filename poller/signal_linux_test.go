@@ -85,7 +85,9 @@ func TestEINTR(t *testing.T) {
 		})
 		t.Run("Loop", func(t *testing.T) {
 			p := newPipe(t)
-			l := newLoop(t, poller.WithBackend(b))
+			// On its thread: a wait parked in the netpoller is never
+			// interrupted (TestLoopParkedUnderSignals).
+			l := newLoop(t, poller.WithBackend(b), poller.WithNetpoller(false))
 			require.NoError(t, l.Add(p.r, poller.Read, func(int, poller.Events) { t.Error("handler called") }))
 			var n int
 			var err error

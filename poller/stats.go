@@ -18,9 +18,10 @@ type Stats struct {
 	// is also reported to a stepper that is a gcstep.IdleObserver.
 	BlockingPolls uint64
 	BlockedTime   time.Duration
-	// Parked counts the blocking waits of a Mux shared under a lock that
-	// parked the goroutine in Go's netpoller instead of blocking its
-	// thread (see Mux); each is also counted in BlockingPolls.
+	// Parked counts the waits that parked the goroutine in Go's netpoller
+	// instead of blocking its thread: a Mux's shared under a lock (see
+	// Mux), a Loop's on epoll (see Loop). Each is part of a wait counted
+	// in BlockingPolls.
 	Parked uint64
 	// Events counts readiness reports: fds found ready by Mux calls, handler
 	// calls by a Loop.

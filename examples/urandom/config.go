@@ -18,14 +18,16 @@ const (
 	modeIdle       mode = "idle"
 	modeGoroutines mode = "goroutines"
 	modeFloor      mode = "floor"
+	modeThread     mode = "thread"
 )
 
 // allModes is the default, in the order runs are interleaved and rows shown.
 var allModes = []mode{modeOff, modeIdle, modeGoroutines}
 
 // knownModes adds the modes run only on request: floor is a reference
-// point, not a way anyone would read the stream.
-var knownModes = append(allModes[:len(allModes):len(allModes)], modeFloor)
+// point, not a way anyone would read the stream; thread is the off loop
+// waiting the way it did before it parked in the netpoller.
+var knownModes = append(allModes[:len(allModes):len(allModes)], modeFloor, modeThread)
 
 // The defaults are the Ruby script's: 100 MB, ten dups, read(16384).
 const (
@@ -68,7 +70,7 @@ var errHelp = flag.ErrHelp
 func parseConfig(args []string, envGOGC string, fdLimit uint64, usage io.Writer) (config, error) {
 	fs := flag.NewFlagSet("urandom", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	modes := fs.String("mode", joinModes(allModes), "modes to run, comma-separated: off, idle, goroutines, floor")
+	modes := fs.String("mode", joinModes(allModes), "modes to run, comma-separated: off, idle, goroutines, floor, thread")
 	length := fs.Int64("len", defaultLen, "bytes to copy from /dev/urandom")
 	readers := fs.Int("readers", defaultReaders, "dups of the read end to multiplex")
 	chunk := fs.Int("chunk", defaultChunk, "bytes asked for by each read, in a fresh buffer")

@@ -16,6 +16,9 @@
 //	            os.File reads through Go's own netpoller
 //	floor       the off loop reading into one reused buffer: no garbage at
 //	            all, the footprint no collector can beat (only on request)
+//	thread      the off loop with its blocking waits on its own thread in
+//	            epoll_wait instead of parked in Go's netpoller
+//	            (poller.WithNetpoller(false); only on request)
 //
 // A buffer that a read leaves empty (EAGAIN: another dup of the same pipe
 // took the data first) is kept for the next read, so that every mode makes
@@ -44,7 +47,7 @@
 //
 //	-mode list
 //		the modes to run, comma-separated: off, idle, goroutines,
-//		floor (default "off,idle,goroutines")
+//		floor, thread (default "off,idle,goroutines")
 //	-len n
 //		bytes to copy from /dev/urandom (default 100000000)
 //	-readers n

@@ -22,10 +22,14 @@ import (
 //
 // With reuse, every read goes into the same buffer: the floor mode, the
 // off loop without its garbage, the footprint no collector can beat.
-func loopReader(idle, reuse bool) readFunc {
+//
+// With onThread, the loop's blocking waits block its thread in epoll_wait
+// instead of parking in Go's netpoller (poller.WithNetpoller): the thread
+// mode, the off loop as it waited before parking.
+func loopReader(idle, reuse, onThread bool) readFunc {
 	return func(p *pipe, chunk int, d *digest) (ls loopStats, err error) {
 		lock := gvl.New()
-		opts := []poller.Option{poller.WithGVL(lock)}
+		opts := []poller.Option{poller.WithGVL(lock), poller.WithNetpoller(!onThread)}
 		if idle {
 			// A stream: the writer does not wait for the reader (see
 			// gcstep.WithStreams).

@@ -26,10 +26,11 @@ type loopStats struct {
 
 // readFuncs maps each mode to the way it reads.
 var readFuncs = map[mode]readFunc{
-	modeOff:        loopReader(false, false),
-	modeIdle:       loopReader(true, false),
+	modeOff:        loopReader(false, false, false),
+	modeIdle:       loopReader(true, false, false),
 	modeGoroutines: readGoroutines,
-	modeFloor:      loopReader(false, true),
+	modeFloor:      loopReader(false, true, false),
+	modeThread:     loopReader(false, false, true),
 }
 
 // A job is one run: a mode and the stream's shape.
