@@ -36,6 +36,7 @@ var servers = []server{
 	{Name: "netloop", Bin: "netloop", Args: []string{"-stepper=false"}},
 	{Name: "netloop-1", Bin: "netloop", Args: []string{"-stepper=false"}, Loops: 1},
 	{Name: "netloop-reuseport", Bin: "netloop", Args: []string{"-stepper=false", "-reuseport"}},
+	{Name: "netloop-thread", Bin: "netloop", Args: []string{"-stepper=false", "-netpoller=false"}},
 	{Name: "gnet", Bin: "gnet"},
 	{Name: "gnet-1", Bin: "gnet", Loops: 1},
 	{Name: "nbio", Bin: "nbio"},

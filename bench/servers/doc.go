@@ -9,6 +9,10 @@
 //	netloop-reuseport  netloop without a stepper, a listening socket per
 //	                loop (SO_REUSEPORT) instead of one acceptor (not in the
 //	                default -servers; for -pipe-servers)
+//	netloop-thread  netloop without a stepper, its loops blocking in
+//	                epoll_wait on their threads instead of parked in Go's
+//	                netpoller (poller.WithNetpoller(false); not in the
+//	                default -servers)
 //	gnet            github.com/panjf2000/gnet/v2, multicore (a loop per CPU)
 //	gnet-1          the same with one loop
 //	nbio            github.com/lesismal/nbio, its default pollers (one per
