@@ -14,7 +14,7 @@ import (
 // the functions that run on its loop (timers, Post); AsyncWrite and Post
 // may be called from any goroutine.
 type Conn struct {
-	l  *loop
+	l  *Loop
 	fd int
 	ln *listener
 	sa unix.Sockaddr // the peer's address, as accept returned it
@@ -154,6 +154,9 @@ func (c *Conn) Abort() error {
 	c.l.markDirty(c)
 	return nil
 }
+
+// Loop returns the loop that serves the connection.
+func (c *Conn) Loop() *Loop { return c.l }
 
 // Context returns what SetContext stored, or nil.
 func (c *Conn) Context() any { return c.ctx }

@@ -29,7 +29,9 @@
 // peer that sends requests without reading replies cannot make the server
 // hold more than about the limit for it. A peer's end of file (it closed,
 // or shut down its writing half) ends the reading: what is pending is
-// written, then the connection closes, with no busy loop in between.
+// written, then the connection closes, with no busy loop in between; a
+// handler with an OnEOF method (EOFHandler) decides instead when to close,
+// and may go on writing until then.
 //
 // Idle connections hold no buffers: the loop reads into one buffer it
 // owns, and a connection borrows a pooled buffer only while it has a
@@ -38,5 +40,6 @@
 // Handlers, timers and posted functions run on the connection's loop
 // goroutine, one at a time per loop, with the loop's lock held; a Conn's
 // methods are for them. Other goroutines reach a connection through Post
-// and AsyncWrite, which hand the work to the loop through its Wake.
+// and AsyncWrite, and a loop (Server.Loops, Conn.Loop) through Loop.Post,
+// which hand the work to the loop through its Wake.
 package netloop

@@ -53,3 +53,41 @@ func Example() {
 	// BYE
 	// <nil> <nil>
 }
+
+// A broadcast from another goroutine: each loop is handed the work through
+// Loop.Post and writes to its own connections, with no lock shared between
+// the loops.
+func ExampleLoop_Post() {
+	opened := make(chan struct{}, 1)
+	srv, err := netloop.Listen("tcp", "127.0.0.1:0", netloop.HandlerFuncs{
+		Open: func(c *netloop.Conn) { opened <- struct{}{} },
+	}, netloop.WithLoops(2))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	done := make(chan error)
+	go func() { done <- srv.Serve() }()
+
+	c, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	<-opened
+	for _, l := range srv.Loops() {
+		l.Post(func() {
+			for conn := range l.Conns() {
+				conn.WriteString("news for everyone\n")
+			}
+		})
+	}
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	fmt.Print(line)
+	c.Close()
+
+	fmt.Println(srv.Shutdown(context.Background()), <-done)
+	// Output:
+	// news for everyone
+	// <nil> <nil>
+}

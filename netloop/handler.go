@@ -27,10 +27,31 @@ type Handler interface {
 	OnClose(c *Conn, reason error)
 }
 
-// HandlerFuncs is a Handler made of functions; a nil one does nothing.
+// An EOFHandler is a Handler that decides what follows a peer's end of
+// file (the peer closed, or shut down its writing half). Without OnEOF the
+// connection closes once its pending output is written, which suits a
+// handler that answers within OnData; a handler that answers later (from
+// Post, AsyncWrite or a timer: a request whose end the peer marks with a
+// half-close, a reply computed elsewhere) implements OnEOF and closes when
+// it is done.
+type EOFHandler interface {
+	Handler
+	// OnEOF is called once, after the OnData calls for every byte that
+	// came before the end of file. The connection is no longer read (Peek
+	// keeps what OnData left), but stays open for writing until the
+	// handler calls Close (which flushes first) or Abort, the peer resets
+	// it, or an idle timeout or shutdown closes it. OnClose is told io.EOF
+	// after a Close.
+	OnEOF(c *Conn)
+}
+
+// HandlerFuncs is a Handler (an EOFHandler) made of functions; a nil one
+// does nothing, but a nil EOF closes the connection, as for a Handler
+// without OnEOF.
 type HandlerFuncs struct {
 	Open  func(c *Conn)
 	Data  func(c *Conn)
+	EOF   func(c *Conn)
 	Close func(c *Conn, reason error)
 }
 
@@ -46,6 +67,16 @@ func (h HandlerFuncs) OnData(c *Conn) {
 	if h.Data != nil {
 		h.Data(c)
 	}
+}
+
+// OnEOF calls h.EOF if it is set, and closes c (once its output is
+// written) if not.
+func (h HandlerFuncs) OnEOF(c *Conn) {
+	if h.EOF != nil {
+		h.EOF(c)
+		return
+	}
+	c.Close()
 }
 
 // OnClose calls h.Close if it is set.

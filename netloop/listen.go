@@ -232,7 +232,7 @@ func fromListener(nl net.Listener) (*listener, error) {
 }
 
 // watch makes l accept on ln.
-func (l *loop) watch(ln *listener) error {
+func (l *Loop) watch(ln *listener) error {
 	if err := l.pl.Add(ln.fd, poller.Read, func(int, poller.Events) { l.accept(ln) }); err != nil {
 		return err
 	}
@@ -241,7 +241,7 @@ func (l *loop) watch(ln *listener) error {
 }
 
 // accept accepts what ln has, up to acceptBatch connections.
-func (l *loop) accept(ln *listener) {
+func (l *Loop) accept(ln *listener) {
 	for range acceptBatch {
 		fd, sa, err := accept(ln.fd)
 		switch err {

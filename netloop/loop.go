@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -23,10 +24,16 @@ var epoch = time.Now()
 
 func now() time.Duration { return time.Since(epoch) }
 
-// A loop is one poller.Loop with its lock, its connections and its read
-// buffer. Every field not marked otherwise belongs to the loop goroutine
-// (the holder of lock).
-type loop struct {
+// A Loop is one of a Server's event loops: a poller.Loop with its own lock,
+// goroutine, connections and read buffer. It is for work that belongs to a
+// loop rather than to one connection: state the loop's connections share
+// without a mutex (a pub/sub channel's subscribers, a per-loop cache), a
+// broadcast to them, a periodic task. Post reaches it from any goroutine;
+// its other methods are for the loop goroutine (handlers, timers, posted
+// functions).
+type Loop struct {
+	// Every field not marked otherwise belongs to the loop goroutine (the
+	// holder of lock).
 	s    *Server
 	id   int
 	pl   *poller.Loop
@@ -51,8 +58,8 @@ type loop struct {
 	stopped   bool     // guarded by mu: posted functions are refused
 }
 
-func newLoop(s *Server, id int) (*loop, error) {
-	l := &loop{
+func newLoop(s *Server, id int) (*Loop, error) {
+	l := &Loop{
 		s:       s,
 		id:      id,
 		lock:    gvl.New(),
@@ -83,8 +90,68 @@ func newLoop(s *Server, id int) (*loop, error) {
 	return l, nil
 }
 
+// Index returns the loop's place among its Server's loops, from 0 to
+// len(Server.Loops())-1: a key for per-loop state.
+func (l *Loop) Index() int { return l.id }
+
+// Post calls fn on the loop goroutine soon, from any goroutine, through the
+// loop's Wake; what fn writes to the loop's connections is flushed after
+// it. Functions posted from one goroutine run in the order posted. A panic
+// in fn is recovered and counted in Stats.Panics: the loop and its
+// connections go on. Post returns ErrServerClosed, and fn is never called,
+// once the loop has stopped (after Close, or at the end of Shutdown); a
+// function Post accepted runs even if the loop stops before its turn, but
+// then what it writes is dropped with the connections.
+func (l *Loop) Post(fn func()) error {
+	if fn == nil {
+		panic("netloop: Loop.Post with a nil func")
+	}
+	if !l.post(func() { l.guard(fn) }) {
+		return ErrServerClosed
+	}
+	return nil
+}
+
+// AfterFunc calls f on the loop goroutine once d has passed, and flushes
+// what it writes to the loop's connections; a panic in f is treated as in
+// Post. The returned Timer's Stop cancels the call. It may be called from
+// any goroutine; f is not called once the loop has stopped.
+func (l *Loop) AfterFunc(d time.Duration, f func()) *poller.Timer {
+	if f == nil {
+		panic("netloop: Loop.AfterFunc with a nil func")
+	}
+	return l.pl.AfterFunc(d, func() {
+		l.guard(f)
+		l.flushDirty()
+	})
+}
+
+// Conns returns the loop's open connections, in no particular order, for
+// the loop goroutine: a connection closed while the sequence runs (by the
+// caller, or since it started) is not yielded after its close.
+func (l *Loop) Conns() iter.Seq[*Conn] {
+	return func(yield func(*Conn) bool) {
+		for c := range l.conns {
+			if !c.closed && !yield(c) {
+				return
+			}
+		}
+	}
+}
+
+// guard runs fn, a function posted to the loop or timed on it, and
+// recovers a panic in it: counted, and the loop goes on.
+func (l *Loop) guard(fn func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			l.c.panics.Add(1)
+		}
+	}()
+	fn()
+}
+
 // run runs the loop until Close, then closes what is left.
-func (l *loop) run() error {
+func (l *Loop) run() error {
 	l.lock.Acquire()
 	defer l.lock.Release()
 	err := l.pl.Run(context.Background())
@@ -98,7 +165,7 @@ func (l *loop) run() error {
 // cleanup runs on a loop that no longer runs, lock held: posted functions
 // run (a connection handed over is opened, then closed with the rest),
 // every connection is closed with ErrServerClosed and the listeners too.
-func (l *loop) cleanup() {
+func (l *Loop) cleanup() {
 	l.mu.Lock()
 	l.stopped = true
 	posted := l.posted
@@ -123,7 +190,7 @@ func (l *loop) cleanup() {
 
 // post makes f run on the loop goroutine soon, from any goroutine, and
 // reports false if the loop has stopped and never will run it.
-func (l *loop) post(f func()) bool {
+func (l *Loop) post(f func()) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stopped {
@@ -137,7 +204,7 @@ func (l *loop) post(f func()) bool {
 	return true
 }
 
-func (l *loop) runPosted() {
+func (l *Loop) runPosted() {
 	l.mu.Lock()
 	posted := l.posted
 	l.posted = nil
@@ -150,7 +217,7 @@ func (l *loop) runPosted() {
 }
 
 // call runs f, a handler callback for c, and closes c if f panics.
-func (l *loop) call(c *Conn, f func()) {
+func (l *Loop) call(c *Conn, f func()) {
 	defer func() {
 		if v := recover(); v != nil {
 			l.c.panics.Add(1)
@@ -161,7 +228,7 @@ func (l *loop) call(c *Conn, f func()) {
 }
 
 // open starts serving an accepted fd.
-func (l *loop) open(fd int, sa unix.Sockaddr, ln *listener) {
+func (l *Loop) open(fd int, sa unix.Sockaddr, ln *listener) {
 	if l.draining {
 		unix.Close(fd)
 		return
@@ -186,7 +253,7 @@ func (l *loop) open(fd int, sa unix.Sockaddr, ln *listener) {
 }
 
 // event handles what the loop reported for c's fd.
-func (l *loop) event(c *Conn, ev poller.Events) {
+func (l *Loop) event(c *Conn, ev poller.Events) {
 	if ev&poller.Write != 0 {
 		l.flush(c)
 	}
@@ -209,7 +276,7 @@ func (l *loop) event(c *Conn, ev poller.Events) {
 }
 
 // read reads once into the loop's buffer and hands the bytes to OnData.
-func (l *loop) read(c *Conn) {
+func (l *Loop) read(c *Conn) {
 	n, err := ignoringEINTR(func() (int, error) { return unix.Read(c.fd, l.buf) })
 	switch {
 	case err == unix.EAGAIN:
@@ -220,11 +287,16 @@ func (l *loop) read(c *Conn) {
 	case n == 0:
 		// End of file: the peer closed, or shut down its writing half.
 		// Stop reading (a level-triggered loop would report the EOF at
-		// every wait), write what is pending, then close.
+		// every wait), write what is pending, then close; or leave the
+		// closing to an EOFHandler.
 		c.eof = true
-		c.closing = true
 		c.reason = io.EOF
 		l.markDirty(c)
+		if h, ok := l.s.h.(EOFHandler); ok {
+			l.call(c, func() { h.OnEOF(c) })
+		} else {
+			c.closing = true
+		}
 		return
 	}
 	l.c.reads.Add(1)
@@ -246,7 +318,7 @@ func (l *loop) read(c *Conn) {
 }
 
 // deliver calls OnData and keeps what it left.
-func (l *loop) deliver(c *Conn) {
+func (l *Loop) deliver(c *Conn) {
 	l.call(c, func() { l.s.h.OnData(c) })
 	if c.closed {
 		return
@@ -274,7 +346,7 @@ func (l *loop) deliver(c *Conn) {
 	}
 }
 
-func (l *loop) markDirty(c *Conn) {
+func (l *Loop) markDirty(c *Conn) {
 	if !c.dirty {
 		c.dirty = true
 		l.dirty = append(l.dirty, c)
@@ -283,7 +355,7 @@ func (l *loop) markDirty(c *Conn) {
 
 // flushDirty flushes every connection written to (or closed) since the
 // last call. Flushing may deliver input that waited, which may mark more.
-func (l *loop) flushDirty() {
+func (l *Loop) flushDirty() {
 	for i := 0; i < len(l.dirty); i++ {
 		c := l.dirty[i]
 		l.dirty[i] = nil
@@ -297,7 +369,7 @@ func (l *loop) flushDirty() {
 
 // flush writes what the socket takes of c's output, closes c if it is
 // closing and nothing is left, and watches the fd for what is needed next.
-func (l *loop) flush(c *Conn) {
+func (l *Loop) flush(c *Conn) {
 	if c.abort {
 		l.closeConn(c, c.reason)
 		return
@@ -340,7 +412,7 @@ func (l *loop) flush(c *Conn) {
 		c.paused = false
 	}
 	want := poller.Events(0)
-	if !c.closing && !c.paused {
+	if !c.closing && !c.paused && !c.eof {
 		want |= poller.Read
 	}
 	if pending > 0 {
@@ -361,7 +433,7 @@ func (l *loop) flush(c *Conn) {
 
 // closeConn closes c's fd (with a reset if c.abort), releases its buffers
 // and calls OnClose(c, reason).
-func (l *loop) closeConn(c *Conn, reason error) {
+func (l *Loop) closeConn(c *Conn, reason error) {
 	if c.closed {
 		return
 	}
@@ -400,7 +472,7 @@ func (l *loop) closeConn(c *Conn, reason error) {
 	}
 }
 
-func (l *loop) signalDrained() {
+func (l *Loop) signalDrained() {
 	select {
 	case <-l.drained:
 	default:
@@ -410,7 +482,7 @@ func (l *loop) signalDrained() {
 
 // checkIdle is c's idle timer: close c if it has been idle long enough,
 // or wait for the rest of its timeout.
-func (l *loop) checkIdle(c *Conn) {
+func (l *Loop) checkIdle(c *Conn) {
 	if c.closed || c.idle == 0 {
 		return
 	}
@@ -423,7 +495,7 @@ func (l *loop) checkIdle(c *Conn) {
 
 // drain begins a graceful shutdown of the loop: no more accepting, every
 // connection closed once its output is written.
-func (l *loop) drain() {
+func (l *Loop) drain() {
 	l.draining = true
 	for _, ln := range l.lns {
 		l.pl.Remove(ln.fd)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -13,7 +14,7 @@ import (
 type Server struct {
 	h     Handler
 	cfg   config
-	loops []*loop
+	loops []*Loop
 	addr  net.Addr
 
 	mu    sync.Mutex
@@ -131,7 +132,7 @@ func (s *Server) Serve() error {
 // dispatch hands a connection accepted by loop from to the loop that will
 // serve it: from itself for SO_REUSEPORT listeners, the next loop in turn
 // for a shared one.
-func (s *Server) dispatch(from *loop, fd int, sa unix.Sockaddr, ln *listener) {
+func (s *Server) dispatch(from *Loop, fd int, sa unix.Sockaddr, ln *listener) {
 	if s.cfg.reusePort || len(s.loops) == 1 {
 		from.open(fd, sa, ln)
 		return
@@ -228,6 +229,9 @@ func (s *Server) closeUnserved() {
 	}
 	close(s.done)
 }
+
+// Loops returns the server's event loops, in the order of their Index.
+func (s *Server) Loops() []*Loop { return slices.Clone(s.loops) }
 
 // Stats returns what the server did so far.
 func (s *Server) Stats() Stats {

@@ -16,7 +16,8 @@ type Stats struct {
 	// AcceptErrors counts failed accepts (see WithAcceptErrorFunc), and
 	// accepted connections the loop could not watch.
 	AcceptErrors uint64
-	// Panics counts handler calls that panicked.
+	// Panics counts handler calls, and functions given to Loop.Post and
+	// Loop.AfterFunc, that panicked.
 	Panics uint64
 	// Pauses counts the times a connection stopped being read because
 	// its unwritten output passed the write limit.

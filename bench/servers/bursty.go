@@ -15,6 +15,18 @@ type burstyParams struct {
 	Gap    time.Duration
 	Tail   time.Duration
 	Sample time.Duration // RSS sampling period
+	// Values is how the servers' store keeps a SET's value: "reuse"
+	// (over an old value of about its size, in place: no garbage) or
+	// "copy" (new memory for every SET: the old value is garbage).
+	Values string `json:",omitempty"`
+}
+
+// serverArgs are the flags the servers get for p.
+func (p burstyParams) serverArgs() []string {
+	if p.Values == "copy" {
+		return []string{"-copy-values"}
+	}
+	return nil
 }
 
 // span is a stretch of a session, on the sampler's clock.
@@ -45,7 +57,7 @@ type session struct {
 
 // runBursty starts srv, drives p against it and measures it.
 func runBursty(binDir string, srv server, ld loader, p burstyParams, round int) (session, error) {
-	c, err := startServer(binDir, srv, 0)
+	c, err := startServer(binDir, srv, 0, p.serverArgs()...)
 	if err != nil {
 		return session{}, err
 	}

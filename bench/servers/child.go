@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +23,7 @@ type server struct {
 	Bin   string   // the package under srv/ that serves it
 	Args  []string // flags beside -addr and -loops
 	Loops int      // -loops; 0 is the library's default
+	Pin   string   // CPUs to run on (taskset -c), "" for any
 }
 
 // servers are all the configurations, in the report's order. The libraries'
@@ -33,6 +35,8 @@ var servers = []server{
 	{Name: "netloop-step-1", Bin: "netloop", Args: []string{"-stepper=true"}, Loops: 1},
 	{Name: "netloop", Bin: "netloop", Args: []string{"-stepper=false"}},
 	{Name: "netloop-1", Bin: "netloop", Args: []string{"-stepper=false"}, Loops: 1},
+	{Name: "netloop-reuseport", Bin: "netloop", Args: []string{"-stepper=false", "-reuseport"}},
+	{Name: "netloop-thread", Bin: "netloop", Args: []string{"-stepper=false", "-netpoller=false"}},
 	{Name: "gnet", Bin: "gnet"},
 	{Name: "gnet-1", Bin: "gnet", Loops: 1},
 	{Name: "nbio", Bin: "nbio"},
@@ -90,8 +94,8 @@ func freeAddr() (string, error) {
 }
 
 // startServer starts s from binDir with loops event loops (0: s.Loops)
-// and waits until it serves PING.
-func startServer(binDir string, s server, loops int) (*child, error) {
+// and the flags extra, and waits until it serves PING.
+func startServer(binDir string, s server, loops int, extra ...string) (*child, error) {
 	if loops == 0 {
 		loops = s.Loops
 	}
@@ -99,8 +103,12 @@ func startServer(binDir string, s server, loops int) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"-addr", addr, "-loops", strconv.Itoa(loops)}, s.Args...)
+	args := slices.Concat([]string{"-addr", addr, "-loops", strconv.Itoa(loops)}, s.Args, extra)
 	cmd := exec.Command(filepath.Join(binDir, s.Bin), args...)
+	if s.Pin != "" {
+		// taskset execs the server: the pid stays the server's.
+		cmd = exec.Command("taskset", slices.Concat([]string{"-c", s.Pin, filepath.Join(binDir, s.Bin)}, args)...)
+	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

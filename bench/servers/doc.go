@@ -6,6 +6,13 @@
 //	netloop-step-1  the same with one loop
 //	netloop         idlemux's netloop, idle stepping off
 //	netloop-1       the same with one loop
+//	netloop-reuseport  netloop without a stepper, a listening socket per
+//	                loop (SO_REUSEPORT) instead of one acceptor (not in the
+//	                default -servers; for -pipe-servers)
+//	netloop-thread  netloop without a stepper, its loops blocking in
+//	                epoll_wait on their threads instead of parked in Go's
+//	                netpoller (poller.WithNetpoller(false); not in the
+//	                default -servers)
 //	gnet            github.com/panjf2000/gnet/v2, multicore (a loop per CPU)
 //	gnet-1          the same with one loop
 //	nbio            github.com/lesismal/nbio, its default pollers (one per
@@ -21,7 +28,9 @@
 //	          them, then -tail of silence; per server: requests/s, p50/p99,
 //	          peak RSS (VmHWM), RSS at the end of each gap and -tail after
 //	          the load (VmRSS sampled every -sample), CPU (utime+stime) and
-//	          GC cycles (printed by the server as it exits)
+//	          GC cycles (printed by the server as it exits); -values copy
+//	          makes the store copy every SET into new memory (garbage),
+//	          -values reuse (the default) lets it overwrite in place
 //	idle      -idle-conns connections, each served one PING and then left
 //	          idle: RSS per connection (the soft RLIMIT_NOFILE is raised to
 //	          the hard limit; the test is skipped, with the reason, if that
@@ -31,7 +40,9 @@
 //	          server's RSS grows
 //	pipeline  -P deep pipelined load (-pipe-n requests per test, -pipe-d byte
 //	          values) against -pipe-servers with 1 loop and
-//	          with -loops loops
+//	          with -loops loops: requests/s, p50/p99, the server's CPU and
+//	          context switches, the load generator's CPU; -pin-server and
+//	          -pin-client put them on given CPUs (taskset)
 //
 // Servers run interleaved: every round runs each server once, the order
 // rotating from round to round, and the tables show medians over -rounds.

@@ -39,7 +39,10 @@ type loader interface {
 
 // redisBenchmark drives the load with redis-benchmark (Debian's redis-tools),
 // reading its --csv rows.
-type redisBenchmark struct{ path string }
+type redisBenchmark struct {
+	path string
+	pin  string // CPUs to run it on (taskset -c), "" for any
+}
 
 func (redisBenchmark) Name() string { return "redis-benchmark" }
 
@@ -54,6 +57,9 @@ func (rb redisBenchmark) Run(ctx context.Context, addr string, p loadParams) ([]
 		"-P", strconv.Itoa(max(p.Pipeline, 1)), "--csv"}
 	var out, errb bytes.Buffer
 	cmd := exec.CommandContext(ctx, rb.path, args...)
+	if rb.pin != "" {
+		cmd = exec.CommandContext(ctx, "taskset", slices.Concat([]string{"-c", rb.pin, rb.path}, args)...)
+	}
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("redis-benchmark %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))

@@ -32,6 +32,8 @@ type options struct {
 	pipe     loadParams
 	pipeSrv  string
 	pipeLoop int
+	pinSrv   string
+	pinCli   string
 }
 
 func main() {
@@ -52,6 +54,7 @@ func main() {
 	flag.DurationVar(&o.bursty.Gap, "gap", time.Second, "silence between bursts")
 	flag.DurationVar(&o.bursty.Tail, "tail", 3*time.Second, "silence after the last burst before the final reading")
 	flag.DurationVar(&o.bursty.Sample, "sample", 20*time.Millisecond, "RSS sampling period")
+	flag.StringVar(&o.bursty.Values, "values", "reuse", "how the store keeps SET values: reuse (in place over a value of about the same size) or copy (new memory each SET, the old value garbage)")
 	flag.IntVar(&o.idle, "idle-conns", 10000, "idle connections to hold")
 	flag.DurationVar(&o.settle, "idle-settle", 2*time.Second, "how long idle connections sit before the reading")
 	flag.IntVar(&o.slow.Value, "slow-value", 1<<20, "slow reader: value size")
@@ -63,6 +66,8 @@ func main() {
 	flag.IntVar(&o.pipe.Size, "pipe-d", 128, "pipelined load: value size in bytes (small, so the loops' CPU is what limits)")
 	flag.StringVar(&o.pipeSrv, "pipe-servers", "netloop-step", "pipelined load: servers, each with 1 loop and with -loops")
 	flag.IntVar(&o.pipeLoop, "loops", runtime.NumCPU(), "pipelined load: the many-loops count")
+	flag.StringVar(&o.pinSrv, "pin-server", "", "pipelined load: run the servers on these CPUs (taskset -c list, e.g. 0)")
+	flag.StringVar(&o.pinCli, "pin-client", "", "pipelined load: run redis-benchmark on these CPUs (taskset -c list, e.g. 1)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "servers:", err)
@@ -73,7 +78,7 @@ func main() {
 // applySmoke shrinks every experiment to a few seconds in all.
 func applySmoke(o *options) {
 	o.rounds, o.load, o.run = 1, "go", "bursty,idle,slow,pipeline"
-	o.bursty = burstyParams{Load: loadParams{Requests: 1000, Clients: 10, Size: 128, Keys: 100},
+	o.bursty = burstyParams{Load: loadParams{Requests: 1000, Clients: 10, Size: 128, Keys: 100}, Values: o.bursty.Values,
 		Bursts: 2, Gap: 200 * time.Millisecond, Tail: 300 * time.Millisecond, Sample: 20 * time.Millisecond}
 	o.idle, o.settle = 200, 200*time.Millisecond
 	o.slow = slowParams{Value: 256 << 10, Gets: 16, Rate: 1 << 20, Duration: 500 * time.Millisecond, Sample: 20 * time.Millisecond}
@@ -99,6 +104,9 @@ func run(o options) error {
 	o.slow.Sample = o.bursty.Sample
 	o.pipe = loadParams{Tests: []string{"set", "get"}, Clients: o.bursty.Load.Clients, Requests: o.pipe.Requests,
 		Size: o.pipe.Size, Keys: o.bursty.Load.Keys, Pipeline: o.pipe.Pipeline}
+	if o.bursty.Values != "reuse" && o.bursty.Values != "copy" {
+		return fmt.Errorf("-values %q: want reuse or copy", o.bursty.Values)
+	}
 	if o.rounds < 1 || o.bursty.Bursts < 1 {
 		return fmt.Errorf("-rounds %d, -bursts %d: want at least 1", o.rounds, o.bursty.Bursts)
 	}
@@ -114,6 +122,15 @@ func run(o options) error {
 	ld, err := pickLoader(o.load)
 	if err != nil {
 		return err
+	}
+	pipeLd := ld
+	if o.pinCli != "" {
+		rb, ok := ld.(redisBenchmark)
+		if !ok {
+			return fmt.Errorf("-pin-client needs redis-benchmark, not the %s load generator", ld.Name())
+		}
+		rb.pin = o.pinCli
+		pipeLd = rb
 	}
 	binDir, err := os.MkdirTemp("", "idlemux-servers-")
 	if err != nil {
@@ -192,12 +209,13 @@ func run(o options) error {
 				if !ok {
 					return fmt.Errorf("unknown server %q", n)
 				}
+				s.Pin = o.pinSrv
 				cfgs = append(cfgs, cfg{s, 1}, cfg{s, o.pipeLoop})
 			}
 			for r := range o.rounds {
 				for _, c := range rotate(cfgs, r) {
 					fmt.Fprintf(os.Stderr, "pipeline: round %d/%d, %s -loops %d\n", r+1, o.rounds, c.s.Name, c.loops)
-					pr, err := runPipeline(binDir, c.s, c.loops, ld, o.pipe, r)
+					pr, err := runPipeline(binDir, c.s, c.loops, pipeLd, o.pipe, r)
 					if err != nil {
 						errs = append(errs, err)
 						continue

@@ -235,3 +235,9 @@ func TestMergeReports(t *testing.T) {
 	_, err = mergeReports([]string{a, other})
 	require.Error(t, err, "other parameters")
 }
+
+func TestParseSwitches(t *testing.T) {
+	in := "Name:\tnetloop\nThreads:\t5\nvoluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t7\n"
+	assert.Equal(t, uint64(127), parseSwitches([]byte(in)))
+	assert.Zero(t, parseSwitches([]byte("Name:\tx\n")))
+}

@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat. The
@@ -158,4 +161,50 @@ func (s *sampler) finish() []sample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.samples
+}
+
+// readSwitches returns the context switches, voluntary and not, of every
+// thread of process pid (the voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches lines of /proc/PID/task/*/status): a thread
+// that blocks, or is preempted, to let another run.
+func readSwitches(pid int) (uint64, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, fmt.Errorf("no threads of process %d", pid)
+	}
+	var n uint64
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread exited
+		}
+		n += parseSwitches(b)
+	}
+	return n, nil
+}
+
+// parseSwitches sums the two context-switch lines of a status file.
+func parseSwitches(b []byte) uint64 {
+	var n uint64
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), ":")
+		if ok && (name == "voluntary_ctxt_switches" || name == "nonvoluntary_ctxt_switches") {
+			v, _ := strconv.ParseUint(strings.TrimSpace(val), 10, 64)
+			n += v
+		}
+	}
+	return n
+}
+
+// clientCPU returns the CPU time of this process and of its waited-for
+// children: taken before and after a load run, the difference is the load
+// generator's CPU (redis-benchmark's, a child that exits within the run,
+// or the Go generator's, which runs in this process).
+func clientCPU() time.Duration {
+	var self, kids unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &self)
+	unix.Getrusage(unix.RUSAGE_CHILDREN, &kids)
+	tv := func(t unix.Timeval) time.Duration { return time.Duration(t.Nano()) }
+	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime)
 }

@@ -163,9 +163,13 @@ func printBursty(w io.Writer, rep *report) {
 	if len(rep.Summary) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "bursty SET/GET load (%s): %d bursts of %d requests per test, -c %d -d %d -r %d, %v gaps, %v tail; medians of %d rounds\n",
+	values := rep.Bursty.Values
+	if values == "" {
+		values = "copy" // every SET copied, before -values
+	}
+	fmt.Fprintf(w, "bursty SET/GET load (%s): %d bursts of %d requests per test, -c %d -d %d -r %d, values %s, %v gaps, %v tail; medians of %d rounds\n",
 		rep.Load, rep.Bursty.Bursts, rep.Bursty.Load.Requests, rep.Bursty.Load.Clients, rep.Bursty.Load.Size,
-		rep.Bursty.Load.Keys, rep.Bursty.Gap, rep.Bursty.Tail, rep.Summary[0].Rounds)
+		rep.Bursty.Load.Keys, values, rep.Bursty.Gap, rep.Bursty.Tail, rep.Summary[0].Rounds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "server\tloops\treq/s\tp50 ms\tp99 ms\tpeak MiB\tgap MiB\t+3s MiB\tCPU s\tGC\t")
 	for _, s := range rep.Summary {
@@ -253,9 +257,10 @@ func printPipeline(w io.Writer, rep *report) {
 	if len(rep.Pipeline) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\npipelined load (medians over rounds; ratio: per-round against 1 loop)")
+	fmt.Fprintln(w, "\npipelined load (medians over rounds; CPU: the server's during the load; client: the load generator's CPU over the load's wall time;")
+	fmt.Fprintln(w, "switches: the server's context switches per 1,000 requests; ratio: per-round against 1 loop)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "server\tloops\treq/s\tp50 ms\tp99 ms\tCPU s\t× 1 loop\t")
+	fmt.Fprintln(tw, "server\tloops\treq/s\tp50 ms\tp99 ms\tCPU s\tclient\tswitches\t× 1 loop\t")
 	type key struct {
 		s string
 		l int
@@ -270,16 +275,23 @@ func printPipeline(w io.Writer, rep *report) {
 		by[k] = append(by[k], r)
 	}
 	for _, k := range keys {
-		var rps, p50, p99, cpu, ratio []float64
+		var rps, p50, p99, cpu, cli, sw, ratio []float64
 		for _, r := range by[k] {
 			rps, p50, p99, cpu = append(rps, r.RPS), append(p50, r.P50ms), append(p99, r.P99ms), append(cpu, r.CPU)
+			if r.Wall > 0 {
+				cli = append(cli, r.ClientCPU/r.Wall)
+			}
+			if n := requests(r.Tests); n > 0 {
+				sw = append(sw, float64(r.Switches)*1000/float64(n))
+			}
 			for _, one := range by[key{k.s, 1}] {
 				if one.Round == r.Round && one.RPS > 0 {
 					ratio = append(ratio, r.RPS/one.RPS)
 				}
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.3f\t%.3f\t%.2f\t%.2f\t\n", k.s, k.l, median(rps), median(p50), median(p99), median(cpu), median(ratio))
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.3f\t%.3f\t%.2f\t%.2f\t%.1f\t%.2f\t\n", k.s, k.l, median(rps), median(p50), median(p99), median(cpu),
+			median(cli), median(sw), median(ratio))
 	}
 	tw.Flush()
 }
@@ -335,4 +347,13 @@ func idleChecks(rs []idleResult) []check {
 		}
 	}
 	return out
+}
+
+// requests is how many requests tests made in all.
+func requests(tests []testResult) int {
+	n := 0
+	for _, t := range tests {
+		n += t.Requests
+	}
+	return n
 }

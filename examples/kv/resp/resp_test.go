@@ -128,3 +128,31 @@ func Example() {
 	fmt.Printf("%q consumed=%d quit=%v\n", out, n, quit)
 	// Output: "+OK\r\n$5\r\nhello\r\n" consumed=47 quit=false
 }
+
+// TestSetOverwriteInPlace: a value replaced by one of about its size keeps
+// its memory, so a server overwriting keys makes no garbage; a much
+// smaller or bigger value gets memory of its own.
+func TestSetOverwriteInPlace(t *testing.T) {
+	var s resp.Store
+	s.Set([]byte("k"), []byte(strings.Repeat("a", 1000)))
+	in := []byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$900\r\n" + strings.Repeat("b", 900) + "\r\n")
+	out := make([]byte, 0, 64)
+	allocs := testing.AllocsPerRun(100, func() { s.Serve(out[:0], in, 0) })
+	assert.Zero(t, allocs, "SET over a value of about the same size")
+	v, ok := s.Get([]byte("k"))
+	require.True(t, ok)
+	assert.Equal(t, strings.Repeat("b", 900), string(v))
+	s.CopyValues = true
+	allocs = testing.AllocsPerRun(100, func() { s.Serve(out[:0], in, 0) })
+	assert.Equal(t, 1.0, allocs, "SET with CopyValues")
+	s.CopyValues = false
+
+	for _, n := range []int{10, 5000} {
+		s.Set([]byte("k"), []byte(strings.Repeat("c", n)))
+		v, _ = s.Get([]byte("k"))
+		assert.Equal(t, strings.Repeat("c", n), string(v))
+	}
+	// A value that was copied out before the overwrite keeps its bytes.
+	s.Set([]byte("k"), []byte(strings.Repeat("d", 5000)))
+	assert.Equal(t, strings.Repeat("c", 5000), string(v))
+}

@@ -15,6 +15,13 @@ const shards = 16
 // A Store is an in-memory key-value map that executes RESP commands. It is
 // safe for concurrent use; the zero value is an empty store.
 type Store struct {
+	// CopyValues makes every SET copy its value into new memory, even
+	// over a value of about its size (see Set), so that each overwrite
+	// leaves the old value to the collector: what a store must do that
+	// lets readers keep values outside its lock, and a stand-in for a
+	// server that allocates for every request. Set it before first use.
+	CopyValues bool
+
 	seed     maphash.Seed
 	seedOnce sync.Once
 	commands atomic.Uint64
@@ -32,16 +39,33 @@ func (s *Store) shardOf(key []byte) *shard {
 	return &s.shard[maphash.Bytes(s.seed, key)%shards]
 }
 
-// Set stores a copy of value under key.
+// Set stores a copy of value under key. A value replacing one of about
+// its size is copied over the old one's bytes, in place, rather than into
+// new memory: a server overwriting its keys then makes no garbage at all,
+// where a fresh copy per SET would make the old value garbage each time
+// (and the collector's heap goal, twice the live store, the server's
+// footprint). Readers copy values out under the shard's read lock, so none
+// sees a value change under it.
 func (s *Store) Set(key, value []byte) {
 	sh := s.shardOf(key)
-	v := append([]byte(nil), value...)
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if old, ok := sh.m[string(key)]; ok && !s.CopyValues && reusable(old, len(value)) {
+		sh.m[string(key)] = append(old[:0], value...)
+		return
+	}
+	v := append([]byte(nil), value...)
 	if sh.m == nil {
 		sh.m = make(map[string][]byte)
 	}
 	sh.m[string(key)] = v
-	sh.mu.Unlock()
+}
+
+// reusable reports whether a value's memory can take a new value of n
+// bytes: it must fit, and not waste more than half the memory it keeps
+// (a small value does not keep a big one's bytes alive).
+func reusable(old []byte, n int) bool {
+	return n <= cap(old) && n >= cap(old)/2
 }
 
 // Get appends the value of key to dst as a bulk reply, or the null reply

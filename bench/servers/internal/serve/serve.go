@@ -22,13 +22,21 @@ import (
 	"runtime/metrics"
 	"strings"
 	"syscall"
+
+	"github.com/idlemux/idlemux/examples/kv/resp"
 )
 
 // Config is the command line every server takes.
 type Config struct {
 	Addr  string // host:port to listen on
 	Loops int    // event loops (pollers); 0 means the library's default
+	// CopyValues is -copy-values: the store copies every SET's value
+	// into new memory (resp.Store.CopyValues), which makes garbage.
+	CopyValues bool
 }
+
+// Store returns the command code's store, as -copy-values asks.
+func (c Config) Store() *resp.Store { return &resp.Store{CopyValues: c.CopyValues} }
 
 // Parse registers -addr and -loops beside any flags the server defined
 // already, parses the command line and returns the result.
@@ -36,6 +44,7 @@ func Parse() Config {
 	var c Config
 	flag.StringVar(&c.Addr, "addr", "127.0.0.1:6380", "address to listen on")
 	flag.IntVar(&c.Loops, "loops", 0, "event loops; 0 = the library's default")
+	flag.BoolVar(&c.CopyValues, "copy-values", false, "copy every SET's value into new memory (makes garbage)")
 	flag.Parse()
 	if c.Loops < 0 {
 		Fatalf("-loops %d: want 0 or more", c.Loops)

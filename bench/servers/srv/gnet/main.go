@@ -14,7 +14,7 @@ import (
 
 type handler struct {
 	gnet.BuiltinEventEngine
-	store resp.Store
+	store *resp.Store
 	out   sync.Pool // reply scratch; gnet copies what the socket does not take
 }
 
@@ -43,7 +43,7 @@ func (h *handler) OnTraffic(c gnet.Conn) gnet.Action {
 
 func main() {
 	cfg := serve.Parse()
-	h := &handler{}
+	h := &handler{store: cfg.Store()}
 	h.out.New = func() any { return new([]byte) }
 	opts := []gnet.Option{gnet.WithMulticore(true), gnet.WithLogLevel(logging.ErrorLevel)}
 	if cfg.Loops > 0 {

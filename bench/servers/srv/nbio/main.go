@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/idlemux/idlemux/bench/servers/internal/serve"
-	"github.com/idlemux/idlemux/examples/kv/resp"
 	"github.com/lesismal/nbio"
 	"github.com/lesismal/nbio/logging"
 )
@@ -18,7 +17,7 @@ type conn struct{ pending []byte }
 func main() {
 	cfg := serve.Parse()
 	logging.SetLevel(logging.LevelError)
-	var store resp.Store
+	store := cfg.Store()
 	scratch := sync.Pool{New: func() any { return new([]byte) }}
 	engine := nbio.NewEngine(nbio.Config{Network: "tcp", Addrs: []string{cfg.Addr}, NPoller: cfg.Loops})
 	engine.OnOpen(func(c *nbio.Conn) { c.SetSession(&conn{}) })

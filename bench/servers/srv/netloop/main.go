@@ -8,16 +8,19 @@ import (
 	"fmt"
 
 	"github.com/idlemux/idlemux/bench/servers/internal/serve"
-	"github.com/idlemux/idlemux/examples/kv/resp"
 	"github.com/idlemux/idlemux/gcstep"
 	"github.com/idlemux/idlemux/netloop"
+	"github.com/idlemux/idlemux/poller"
 )
 
 func main() {
 	stepper := flag.Bool("stepper", true, "collect garbage while the loops are idle")
+	reusePort := flag.Bool("reuseport", false, "a listening socket per loop (SO_REUSEPORT) instead of one acceptor handing connections out in turn")
+	netpoller := flag.Bool("netpoller", true, "loops wait parked in Go's netpoller (false: blocked in epoll_wait on their threads)")
 	cfg := serve.Parse()
-	var store resp.Store
-	var opts []netloop.Option
+	store := cfg.Store()
+	opts := []netloop.Option{netloop.WithReusePort(*reusePort),
+		netloop.WithLoopOptions(poller.WithNetpoller(*netpoller))}
 	if cfg.Loops > 0 {
 		opts = append(opts, netloop.WithLoops(cfg.Loops))
 	}

@@ -49,7 +49,7 @@ func handle(c net.Conn, store *resp.Store) {
 
 func main() {
 	cfg := serve.Parse()
-	var store resp.Store
+	store := cfg.Store()
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		serve.Fatalf("net: %v", err)
@@ -60,7 +60,7 @@ func main() {
 			if err != nil {
 				return
 			}
-			go handle(c, &store)
+			go handle(c, store)
 		}
 	}()
 	serve.Ready()
