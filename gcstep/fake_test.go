@@ -1,6 +1,9 @@
 package gcstep
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // world is a fake environment: a clock that moves only when told, a heap
 // whose counters the test sets, a collector that records what it was
@@ -23,7 +26,13 @@ type world struct {
 	releaseCost, spawnCount int
 }
 
-func newWorld() *world { return &world{gogc: 100, gcCost: 100 * time.Microsecond} }
+// newWorld starts with the heap goal out of reach, as with GOGC=off, so
+// that only the tests about the pacer's runway meet it.
+func newWorld() *world {
+	w := &world{gogc: 100, gcCost: 100 * time.Microsecond}
+	w.r.goal = math.MaxUint64
+	return w
+}
 
 // setGOGC is debug.SetGCPercent in the fake world.
 func (w *world) setGOGC(p int) int {

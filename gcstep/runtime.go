@@ -97,14 +97,20 @@ type Runtime struct {
 // Stats counts what a Runtime did. All counts are cumulative since
 // NewRuntime.
 type Stats struct {
-	Steps            uint64        // calls to Step, including those that did nothing
-	CyclesInline     uint64        // cycles run inside Step (see inliner)
-	CyclesBackground uint64        // cycles started for the runtime to run concurrently
-	DeclinedBudget   uint64        // cycles due but not run: too costly for the budget, background off
-	DeclinedCap      uint64        // cycles due but not run: the CPU cap was spent
-	DeclinedLull     uint64        // cycles due but not run: a lull, too short for the cycle
-	StepTime         time.Duration // wall time spent inside Step
-	CycleTime        time.Duration // of which in inline cycles
+	Steps            uint64 // calls to Step, including those that did nothing
+	CyclesInline     uint64 // cycles run inside Step (see inliner)
+	CyclesBackground uint64 // cycles started for the runtime to run concurrently
+	DeclinedBudget   uint64 // cycles due but not run: too costly for the budget, background off
+	DeclinedCap      uint64 // cycles due but not run: the CPU cap was spent
+	DeclinedLull     uint64 // cycles due but not run: a lull, too short for the cycle
+	// DeclinedPacer counts cycles due but not run because the runtime's
+	// own cycle was near: the garbage threshold, raised by a short CPU
+	// cap or set high, was past half the pacer's runway (heap goal minus
+	// live heap), where a stepper's cycle saves little memory for its
+	// cost.
+	DeclinedPacer uint64
+	StepTime      time.Duration // wall time spent inside Step
+	CycleTime     time.Duration // of which in inline cycles
 
 	// Overruns counts steps that took longer than their budget (an
 	// inline cycle dearer than estimated: a mark phase cannot be cut
@@ -290,11 +296,17 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 		return false
 	}
 	rt.refill(now)
+	if rt.tokens >= rt.capacity() {
+		rt.relaxScale()
+		threshold = rt.threshold()
+	}
 	est := rt.cost.estimate(rt.r.live, now)
 	fits := float64(est) <= planFactor*float64(budget)
 	share := l.idleShare(now)
-	inline := fits && (rt.cfg.streams || l.covers(est))
-	background := !inline && rt.cfg.background && !rt.bg.pending && share >= bgShare
+	runway := rt.runway()
+	inline := fits && (rt.cfg.streams || l.covers(est)) && float64(threshold) <= runway
+	background := !inline && rt.cfg.background && !rt.bg.pending && share >= bgShare &&
+		float64(threshold/backgroundEarly) <= runway
 	if garbage < threshold && !background {
 		// Only a background cycle starts this early: see backgroundEarly.
 		return false
@@ -302,6 +314,8 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 	if !inline && !background {
 		if budget > 0 {
 			switch {
+			case float64(threshold) > runway:
+				rt.stats.DeclinedPacer++
 			case fits:
 				rt.stats.DeclinedLull++
 			case !rt.cfg.background:
@@ -337,6 +351,36 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 		rt.scale = max(rt.scale/scaleDown, 1)
 	}
 	return false
+}
+
+// runway is how much garbage a stepper's cycle may wait for and still come
+// well before the runtime's own: pacerShare of the distance from the live
+// heap to the heap goal. Past it the runtime is about to run the same cycle
+// concurrently, without holding the loop, and the step would pay a cycle's
+// cost for almost no memory. With GOGC=off the goal is out of reach and so
+// is the limit. rt.mu must be held.
+func (rt *Runtime) runway() float64 {
+	if rt.r.goal <= rt.r.live {
+		return 0
+	}
+	return pacerShare * float64(rt.r.goal-rt.r.live)
+}
+
+// pacerShare is the part of the pacer's runway (goal minus live heap) a
+// stepper's cycle may wait for: the runtime starts its own cycle at 70-95 %
+// of that runway, so a cycle at half of it still saves a fifth to nearly
+// half of the garbage the heap would peak with (see doc/policy.md).
+const pacerShare = 0.5
+
+// relaxScale lowers a raised threshold by one step, at most once per
+// threshold's worth of allocation: the cap has room again (the bucket is
+// full), whether or not the cycles it declined ever ran. rt.mu must be
+// held.
+func (rt *Runtime) relaxScale() {
+	if rt.scale > 1 && rt.r.allocs-rt.scaledAt >= rt.threshold() {
+		rt.scale = max(rt.scale/scaleDown, 1)
+		rt.scaledAt = rt.r.allocs
+	}
 }
 
 // A background cycle starts at half the garbage an inline one waits for

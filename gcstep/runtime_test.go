@@ -538,3 +538,70 @@ func TestThresholdRisesOncePerDeclinedCycle(t *testing.T) {
 	assert.EqualValues(t, 100, s.DeclinedCap)
 	assert.Equal(t, scaleUp, s.ThresholdScale)
 }
+
+// A stepper's cycle that would wait for more garbage than half the pacer's
+// runway saves little: the runtime is about to run the same cycle.
+func TestNoCycleNearThePacersOwn(t *testing.T) {
+	for _, tc := range []struct {
+		runway uint64 // heap goal minus live heap
+		cycles int
+	}{
+		{runway: 2 * minG, cycles: 1}, // the threshold at half the runway: still worth it
+		{runway: 2*minG - 2, cycles: 0},
+		{runway: 0, cycles: 0}, // at the goal: the runtime collects now
+	} {
+		w, rt := newTest(t, WithBackground(false), WithReleaseDelay(0))
+		w.r.live, w.liveAfter = 256*kib, 256*kib // threshold: minG
+		w.r.goal = w.r.live + tc.runway
+		w.alloc(minG)
+		rt.Step(ms)
+		assert.Equal(t, tc.cycles, w.gcs, "runway %d", tc.runway)
+		assert.EqualValues(t, 1-tc.cycles, rt.Stats().DeclinedPacer, "runway %d", tc.runway)
+	}
+}
+
+func TestNoBackgroundCycleNearThePacersOwn(t *testing.T) {
+	for _, tc := range []struct {
+		runway uint64
+		starts int
+	}{
+		{runway: 2 * mib, starts: 1}, // a background cycle starts at half the threshold (1 MiB)
+		{runway: 2*mib - 2, starts: 0},
+	} {
+		w, rt := newTest(t, WithReleaseDelay(0))
+		w.r.live, w.liveAfter = 4*mib, 4*mib // estimate 4.25 ms: no inline cycle; threshold 2 MiB
+		w.r.goal = w.r.live + tc.runway
+		rt.Idled(time.Second) // idle: a background cycle may start
+		w.t += time.Second
+		w.alloc(mib)
+		rt.Step(ms)
+		assert.Equal(t, tc.starts, w.starts, "runway %d", tc.runway)
+	}
+}
+
+// A threshold raised by a short cap comes back down once the cap has room,
+// even while every due cycle is declined (here: near the pacer's own), and
+// cycles resume once it fits the runway again.
+func TestRaisedThresholdRelaxesWithoutCycles(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(0.001), WithBackground(false), WithReleaseDelay(0))
+	w.gcCost = 10 * ms // leaves a debt
+	w.alloc(mib)
+	rt.Step(20 * ms)
+	require.Equal(t, 1, w.gcs)
+	for range 6 { // declined for the cap: the threshold rises
+		w.alloc(16 * mib)
+		rt.Step(20 * ms)
+	}
+	require.Greater(t, rt.Stats().ThresholdScale, 4.0)
+	w.r.goal = w.r.live + 2*minG // the raised threshold is past half the runway
+	for i := 0; i < 200 && w.gcs == 1; i++ {
+		w.alloc(16 * mib)
+		rt.Idled(time.Second) // the bucket refills
+		w.t += time.Second
+		rt.Step(20 * ms)
+	}
+	s := rt.Stats()
+	assert.Equal(t, 2, w.gcs, "cycles resume once the threshold fits the runway")
+	assert.Positive(t, s.DeclinedPacer)
+	assert.Equal(t, 1.0, s.ThresholdScale)
+}
