@@ -605,3 +605,29 @@ func TestRaisedThresholdRelaxesWithoutCycles(t *testing.T) {
 	assert.Positive(t, s.DeclinedPacer)
 	assert.Equal(t, 1.0, s.ThresholdScale)
 }
+
+// On a machine where every cycle costs more than the budget, the relaxed
+// estimate keeps letting one run, and each overruns: the relaxation backs
+// off. Once cycles are cheap again it comes back within about a second.
+func TestSlowMachineBacksOffTheRelaxation(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(1), WithBackground(false), WithReleaseDelay(0))
+	w.gcCost = 5 * modelFixed // 1.25 ms: over the budget
+	run := func(d time.Duration) {
+		for end := w.t + d; w.t < end; {
+			w.alloc(minG)
+			rt.Step(ms)
+			w.t += 100 * time.Microsecond
+		}
+	}
+	run(10 * time.Second)
+	s := rt.Stats()
+	// A fixed 50 ms half-life retried every few ms: thousands of cycles.
+	assert.Less(t, w.gcs, 50, "cycles on a slow machine")
+	assert.Greater(t, w.gcs, 5, "it must keep trying")
+	assert.Equal(t, s.Overruns, uint64(w.gcs), "every one of them overran")
+
+	w.gcCost = modelFixed / 2
+	slow := w.gcs
+	run(1500 * time.Millisecond)
+	assert.Greater(t, w.gcs-slow, 100, "cycles once they are cheap again")
+}
