@@ -199,7 +199,7 @@ func newRuntime(e env, opts ...Option) *Runtime {
 // on Runtime, and reports whether calling again now would do anything.
 // With budget <= 0 it only looks: it reports true when a collection is due.
 func (rt *Runtime) Step(budget time.Duration) (more bool) {
-	return rt.step(rt.self, budget)
+	return rt.self.Step(budget)
 }
 
 func (rt *Runtime) step(l *Loop, budget time.Duration) (more bool) {
@@ -270,6 +270,17 @@ func (rt *Runtime) observe(now time.Duration) {
 		rt.armed.Store(true)
 	}
 	rt.est.Store(int64(rt.cost.estimate(rt.r.live, now)))
+}
+
+// estimate is the cost estimate of an inline cycle at now, relaxed to now
+// as the policy would see it at a step, for callers without rt.mu: while
+// another loop steps, the estimate of the last look.
+func (rt *Runtime) estimate(now time.Duration) time.Duration {
+	if rt.mu.TryLock() {
+		rt.est.Store(int64(rt.cost.estimate(rt.r.live, now)))
+		rt.mu.Unlock()
+	}
+	return time.Duration(rt.est.Load())
 }
 
 // backgroundTimeout is how long a started cycle may take to complete
