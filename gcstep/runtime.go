@@ -22,7 +22,9 @@ import (
 //     see WithStreams), and the cost must fit the step's budget. Otherwise
 //     it may start a cycle for the runtime to run concurrently, when the
 //     caller is idle most of the time, or it leaves the work to the
-//     runtime's pacer.
+//     runtime's pacer. It never waits for more garbage than half the
+//     pacer's runway (heap goal minus live heap): past that, the
+//     runtime's own cycle is near, and the step's would buy little.
 //   - Once every loop using it has been quiet for a quiet period (see
 //     WithReleaseDelay), it collects what the activity left and returns
 //     the memory to the operating system, once per quiet stretch, on a
