@@ -22,9 +22,9 @@ import (
 //     see WithStreams), and the cost must fit the step's budget. Otherwise
 //     it may start a cycle for the runtime to run concurrently, when the
 //     caller is idle most of the time, or it leaves the work to the
-//     runtime's pacer. It never waits for more garbage than half the
-//     pacer's runway (heap goal minus live heap): past that, the
-//     runtime's own cycle is near, and the step's would buy little.
+//     runtime's pacer. It never waits for more garbage than 70 % of the
+//     pacer's runway (heap goal minus live heap), where the runtime may
+//     start its own cycle: past that, the step's would buy little.
 //   - Once every loop using it has been quiet for a quiet period (see
 //     WithReleaseDelay), it collects what the activity left and returns
 //     the memory to the operating system, once per quiet stretch, on a
@@ -107,9 +107,8 @@ type Stats struct {
 	DeclinedLull     uint64 // cycles due but not run: a lull, too short for the cycle
 	// DeclinedPacer counts cycles due but not run because the runtime's
 	// own cycle was near: the garbage threshold, raised by a short CPU
-	// cap or set high, was past half the pacer's runway (heap goal minus
-	// live heap), where a stepper's cycle saves little memory for its
-	// cost.
+	// cap or set high, was past 70 % of the pacer's runway (heap goal
+	// minus live heap), where the runtime may start its own cycle.
 	DeclinedPacer uint64
 	StepTime      time.Duration // wall time spent inside Step
 	CycleTime     time.Duration // of which in inline cycles
@@ -367,10 +366,10 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 }
 
 // runway is how much garbage a stepper's cycle may wait for and still come
-// well before the runtime's own: pacerShare of the distance from the live
-// heap to the heap goal. Past it the runtime is about to run the same cycle
+// before the runtime's own: pacerShare of the distance from the live heap
+// to the heap goal. Past it the runtime may be about to run the same cycle
 // concurrently, without holding the loop, and the step would pay a cycle's
-// cost for almost no memory. With GOGC=off the goal is out of reach and so
+// cost for little memory. With GOGC=off the goal is out of reach and so
 // is the limit. rt.mu must be held.
 func (rt *Runtime) runway() float64 {
 	if rt.r.goal <= rt.r.live {
@@ -381,9 +380,9 @@ func (rt *Runtime) runway() float64 {
 
 // pacerShare is the part of the pacer's runway (goal minus live heap) a
 // stepper's cycle may wait for: the runtime starts its own cycle at 70-95 %
-// of that runway, so a cycle at half of it still saves a fifth to nearly
-// half of the garbage the heap would peak with (see doc/policy.md).
-const pacerShare = 0.5
+// of that runway, so up to 70 % the stepper's comes first (see
+// doc/policy.md).
+const pacerShare = 0.7
 
 // relaxScale lowers a raised threshold by one step, at most once per
 // threshold's worth of allocation: the cap has room again (the bucket is

@@ -539,15 +539,21 @@ func TestThresholdRisesOncePerDeclinedCycle(t *testing.T) {
 	assert.Equal(t, scaleUp, s.ThresholdScale)
 }
 
-// A stepper's cycle that would wait for more garbage than half the pacer's
-// runway saves little: the runtime is about to run the same cycle.
+// runwayFor is the smallest pacer runway (heap goal minus live heap) in
+// which a cycle waiting for garbage bytes is still due.
+func runwayFor(garbage uint64) uint64 {
+	return uint64(math.Ceil(float64(garbage) / pacerShare))
+}
+
+// A stepper's cycle that would wait for more garbage than the pacer's
+// earliest trigger (70 % of its runway) may come after the runtime's own.
 func TestNoCycleNearThePacersOwn(t *testing.T) {
 	for _, tc := range []struct {
 		runway uint64 // heap goal minus live heap
 		cycles int
 	}{
-		{runway: 2 * minG, cycles: 1}, // the threshold at half the runway: still worth it
-		{runway: 2*minG - 2, cycles: 0},
+		{runway: runwayFor(minG), cycles: 1},
+		{runway: runwayFor(minG) - 2, cycles: 0},
 		{runway: 0, cycles: 0}, // at the goal: the runtime collects now
 	} {
 		w, rt := newTest(t, WithBackground(false), WithReleaseDelay(0))
@@ -565,8 +571,8 @@ func TestNoBackgroundCycleNearThePacersOwn(t *testing.T) {
 		runway uint64
 		starts int
 	}{
-		{runway: 2 * mib, starts: 1}, // a background cycle starts at half the threshold (1 MiB)
-		{runway: 2*mib - 2, starts: 0},
+		{runway: runwayFor(mib), starts: 1}, // a background cycle starts at half the threshold (1 MiB)
+		{runway: runwayFor(mib) - 2, starts: 0},
 	} {
 		w, rt := newTest(t, WithReleaseDelay(0))
 		w.r.live, w.liveAfter = 4*mib, 4*mib // estimate 4.25 ms: no inline cycle; threshold 2 MiB
@@ -593,7 +599,7 @@ func TestRaisedThresholdRelaxesWithoutCycles(t *testing.T) {
 		rt.Step(20 * ms)
 	}
 	require.Greater(t, rt.Stats().ThresholdScale, 4.0)
-	w.r.goal = w.r.live + 2*minG // the raised threshold is past half the runway
+	w.r.goal = w.r.live + runwayFor(minG) // only the unraised threshold fits the runway
 	for i := 0; i < 200 && w.gcs == 1; i++ {
 		w.alloc(16 * mib)
 		rt.Idled(time.Second) // the bucket refills
