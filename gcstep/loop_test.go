@@ -43,6 +43,7 @@ func TestLullTooShortForACycle(t *testing.T) {
 
 func TestLullLongEnoughForACycle(t *testing.T) {
 	w, rt := newTest(t, WithReleaseDelay(0))
+	w.quickBG = true // the background cycle it starts before the gaps are known
 	l := rt.Loop()
 	// A stream whose producer is slower than the loop: 150 µs gaps, a
 	// quarter of the modelled cycle at most... four gaps cover it.

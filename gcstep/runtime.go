@@ -42,8 +42,8 @@ import (
 // zero budget, which waits for the other to finish and answers.
 //
 // A Runtime changes the process's GOGC only for the moment it takes to
-// start a cycle: to 1 % while it starts one, and, for an inline cycle, to
-// off until that cycle's mark phase ends (about a budget). A call to
+// start a cycle: to 1 % while it starts one; an inline cycle then waits
+// for its mark phase with GOGC restored. A call to
 // debug.SetGCPercent by the program inside such a moment is kept, and a
 // program that saves and restores around it is repaired at the next step
 // (see doc/policy.md). Use one Runtime per process.
@@ -304,8 +304,8 @@ func (rt *Runtime) threshold() uint64 {
 func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 	garbage := rt.r.allocs - rt.baseAllocs
 	threshold := rt.threshold()
-	if garbage < threshold/backgroundEarly {
-		return false
+	if garbage < threshold/backgroundEarly || rt.bg.pending {
+		return false // not enough garbage, or a cycle is running
 	}
 	rt.refill(now)
 	if rt.tokens >= rt.capacity() {
@@ -317,7 +317,7 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 	share := l.idleShare(now)
 	runway := rt.runway()
 	inline := fits && (rt.cfg.streams || l.covers(est)) && float64(threshold) <= runway
-	background := !inline && rt.cfg.background && !rt.bg.pending && share >= bgShare &&
+	background := !inline && rt.cfg.background && share >= bgShare &&
 		float64(threshold/backgroundEarly) <= runway
 	if garbage < threshold && !background {
 		// Only a background cycle starts this early: see backgroundEarly.
@@ -412,7 +412,7 @@ const (
 // inline runs one whole cycle in the caller and learns its cost.
 // rt.mu must be held.
 func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
-	live := rt.r.live
+	live, cycles := rt.r.live, rt.r.cycles
 	rt.trap.arm(rt.env.gc(budget))
 	end := rt.env.now()
 	d := end - start
@@ -423,6 +423,16 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 	rt.stats.LastAllocatedBetween = garbage
 	rt.cost.learn(live, d, end)
 	rt.env.read(&rt.r)
+	if rt.r.cycles == cycles {
+		// Still marking after the budget: the runtime finishes it
+		// concurrently. Wait for it as for a background cycle, and
+		// charge what the collector uses meanwhile.
+		rt.bg.pending = true
+		rt.bg.cycles = cycles
+		rt.bg.cpu = rt.env.gcCPU()
+		rt.bg.charge = 0
+		rt.bg.at = end
+	}
 	// The cycle ended just now: count garbage from here, not from the
 	// look before it (what the cycle itself allocated is not garbage).
 	rt.prevAllocs = rt.r.allocs

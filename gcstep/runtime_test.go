@@ -637,3 +637,33 @@ func TestSlowMachineBacksOffTheRelaxation(t *testing.T) {
 	run(1500 * time.Millisecond)
 	assert.Greater(t, w.gcs-slow, 100, "cycles once they are cheap again")
 }
+
+// An inline cycle still marking when its step's budget ran out goes on
+// concurrently: no other cycle starts or is waited for until it completes,
+// and the collector's CPU meanwhile is charged to the cap.
+func TestInlineCycleThatOutlivesItsStep(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(1), WithReleaseDelay(0))
+	w.unended = true
+	w.alloc(mib)
+	rt.Step(ms)
+	require.Equal(t, 1, w.gcs)
+	charged := rt.Stats().Charged
+	for range 10 {
+		w.alloc(mib)
+		w.t += ms
+		rt.Step(ms)
+	}
+	assert.Equal(t, 1, w.gcs, "inline cycles while one is marking")
+	assert.Zero(t, w.starts, "background cycles while one is marking")
+
+	w.gcCPU += 3 * ms // what the collector used to finish it
+	w.collected()
+	w.unended = false
+	rt.Step(ms)
+	s := rt.Stats()
+	assert.Equal(t, charged+3*ms, s.Charged, "the collector's CPU after the step is charged")
+	assert.Equal(t, 1, w.gcs, "the completing step counts garbage from the cycle's end")
+	w.alloc(mib)
+	rt.Step(ms)
+	assert.Equal(t, 2, w.gcs, "cycles once it completed")
+}
