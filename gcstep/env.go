@@ -126,10 +126,10 @@ func (c *cpuReader) read() time.Duration {
 }
 
 // inliner runs one whole cycle for a step, inline: it starts the cycle and
-// waits, parked, for its mark phase to end. It does not wait for the
-// sweep: the garbage the cycle found is swept by the runtime's background
-// sweeper, or by the next allocations before they take new memory, as
-// after any automatic cycle.
+// sleeps until its mark phase has ended, for at most the step's budget. It
+// does not wait for the sweep: the garbage the cycle found is swept by the
+// runtime's background sweeper, or by the next allocations before they
+// take new memory, as after any automatic cycle.
 //
 // Why not runtime.GC, which does the same and then sweeps: after mark
 // termination it sweeps what is left and then spins, yielding with
@@ -146,10 +146,16 @@ func (c *cpuReader) read() time.Duration {
 //
 // How: GOGC is set to 1 %, so that the heap is over the trigger; an
 // allocation too large for the size classes (those check the trigger
-// every time) starts the cycle; debug.SetGCPercent(-1) then waits for the
-// mark phase in progress to finish, as the runtime does before it returns
-// from disabling the collector; and GOGC is restored, unless the program
-// set its own meanwhile.
+// every time) starts the cycle; GOGC is restored at once, unless the
+// program set its own meanwhile; then the step sleeps in short steps
+// (markPoll) until the cycle count moves. It used to wait in
+// debug.SetGCPercent(-1), which returns when the mark phase ends, but
+// a cycle that ends with GOGC off ends with an unbounded heap goal, and
+// the runtime then turns on huge pages for its heap metadata for good
+// (past a 1 GiB goal): 2 MiB more resident memory for a process that
+// collects to save memory. Sleeping instead also frees the loop's P for
+// the collector's idle worker: on the urandom demo with GOMAXPROCS=1,
+// 0.28 ms a cycle against 0.51 ms (see doc/policy.md).
 //
 // While the previous cycle's garbage is not all swept, the runtime keeps
 // its trigger at least 1 MiB above the heap in use (its minimum sweep
@@ -210,9 +216,11 @@ func (in *inliner) start(budget time.Duration) (window, bool) {
 	return in.kick(budget, false)
 }
 
-// kick opens the window: GOGC to 1 %, the trigger allocation, then, with
-// wait, debug.SetGCPercent(-1) until the mark phase is over, and GOGC
-// restored. It reports whether a cycle started or completed.
+// kick opens the window: GOGC to 1 %, the trigger allocation, GOGC
+// restored. With wait it then sleeps in steps of markPoll until the cycle
+// count moves (the mark phase is over) or budget has passed since it began;
+// a cycle still marking then goes on concurrently. It reports false only
+// if no cycle could start (see inliner).
 func (in *inliner) kick(budget time.Duration, wait bool) (w window, started bool) {
 	start := time.Now()
 	metrics.Read(in.s)
@@ -234,21 +242,22 @@ func (in *inliner) kick(budget time.Duration, wait bool) (w window, started bool
 		}
 		in.buf = make([]byte, kickSize)
 		in.buf = nil
-		if wait {
-			// Returns once the mark phase is over.
-			w.close(debug.SetGCPercent(-1), nudgedGOGC)
-			w.close(debug.SetGCPercent(w.before), -1)
-		} else {
-			w.close(debug.SetGCPercent(w.before), nudgedGOGC)
-		}
+		w.close(debug.SetGCPercent(w.before), nudgedGOGC)
 		break
 	}
 	if w.kept {
 		debug.SetGCPercent(w.set) // the program's own value stays
 	}
-	if wait {
+	for wait && time.Since(start) < budget {
+		time.Sleep(markPoll)
 		metrics.Read(in.s)
-		return w, in.s[0].Value.Uint64() != before
+		if in.s[0].Value.Uint64() != before {
+			break
+		}
 	}
 	return w, true
 }
+
+// markPoll is how long an inline cycle sleeps between looks at the cycle
+// count: parked, the loop's P is free for the collector's idle worker.
+const markPoll = 20 * time.Microsecond

@@ -1,6 +1,9 @@
 package gcstep
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // world is a fake environment: a clock that moves only when told, a heap
 // whose counters the test sets, a collector that records what it was
@@ -15,6 +18,8 @@ type world struct {
 	onGC      func()        // called inside gc, before it returns
 	inWindow  func()        // called while a step has GOGC lowered
 	noStart   bool          // start reports that no cycle could start
+	unended   bool          // gc returns with the cycle still marking: the test completes it
+	quickBG   bool          // a started cycle completes at once, as a small heap's does
 
 	gcCPU                   time.Duration // the collector's CPU time so far
 	gcs, starts, releases   int
@@ -23,7 +28,13 @@ type world struct {
 	releaseCost, spawnCount int
 }
 
-func newWorld() *world { return &world{gogc: 100, gcCost: 100 * time.Microsecond} }
+// newWorld starts with the heap goal out of reach, as with GOGC=off, so
+// that only the tests about the pacer's runway meet it.
+func newWorld() *world {
+	w := &world{gogc: 100, gcCost: 100 * time.Microsecond}
+	w.r.goal = math.MaxUint64
+	return w
+}
 
 // setGOGC is debug.SetGCPercent in the fake world.
 func (w *world) setGOGC(p int) int {
@@ -55,7 +66,9 @@ func (w *world) env() env {
 			}
 			win.close(w.setGOGC(-1), nudgedGOGC)
 			w.t += w.gcCost
-			w.collected()
+			if !w.unended {
+				w.collected()
+			}
 			win.close(w.setGOGC(win.before), -1)
 			if win.kept {
 				w.setGOGC(win.set)
@@ -79,6 +92,9 @@ func (w *world) env() env {
 				return win, false
 			}
 			w.starts++
+			if w.quickBG {
+				w.collected()
+			}
 			return win, true
 		},
 		gcCPU:        func() time.Duration { return w.gcCPU },

@@ -32,6 +32,7 @@ type Loop struct {
 	lastWork time.Duration // when the loop last did work
 	dirty    bool          // work since the last quiet step looked at it
 	quietFor time.Duration // the loop's quiet period, adapted to its gaps
+	budget   time.Duration // the last positive budget of the loop's steps, 0 before one
 
 	idleAcc, wallAcc float64       // decaying sums of idle and wall time
 	accAt            time.Duration // when they were last decayed
@@ -107,6 +108,9 @@ func (l *Loop) Close() {
 func (l *Loop) Step(budget time.Duration) bool {
 	l.mu.Lock()
 	closed := l.closed
+	if budget > 0 {
+		l.budget = budget
+	}
 	l.mu.Unlock()
 	if closed {
 		return false
@@ -177,8 +181,11 @@ func (l *Loop) Stepped(d time.Duration, work bool) {
 
 // Lull implements LoopObserver. It is asked at the first idle moment
 // after the loop did work, which it also records as the end of that work.
-// It reports true when a cycle could run inline in the loop's gaps, or
-// start in the background because the loop is idle most of the time.
+// It reports true when a cycle could run inline in the loop's gaps (its
+// estimate fits the budget of the loop's last step, and the gaps cover it
+// or the loop consumes streams), or start in the background because the
+// loop is idle most of the time: otherwise a step would decline, and the
+// loop had better block at once than poll again to take it.
 func (l *Loop) Lull() bool {
 	rt := l.rt
 	now := rt.env.now()
@@ -189,10 +196,10 @@ func (l *Loop) Lull() bool {
 	if l.closed || rt.closed.Load() {
 		return false
 	}
-	est := time.Duration(rt.est.Load())
 	share := l.idleShareLocked(now)
-	return l.coversLocked(est) ||
-		rt.cfg.streams ||
+	est := rt.estimate(now)
+	fits := l.budget == 0 || float64(est) <= planFactor*float64(l.budget)
+	return fits && (rt.cfg.streams || l.coversLocked(est)) ||
 		rt.cfg.background && share >= bgShare
 }
 

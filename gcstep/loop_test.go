@@ -43,6 +43,7 @@ func TestLullTooShortForACycle(t *testing.T) {
 
 func TestLullLongEnoughForACycle(t *testing.T) {
 	w, rt := newTest(t, WithReleaseDelay(0))
+	w.quickBG = true // the background cycle it starts before the gaps are known
 	l := rt.Loop()
 	// A stream whose producer is slower than the loop: 150 µs gaps, a
 	// quarter of the modelled cycle at most... four gaps cover it.
@@ -340,4 +341,25 @@ func TestReleaseDoesNotHoldTheRuntime(t *testing.T) {
 		t.Fatal("the release could not finish")
 	}
 	assert.EqualValues(t, 1, rt.Stats().Releases)
+}
+
+// A stream consumer whose cycles cost more than its step budget: Lull
+// says no, so the loop blocks at once instead of polling again for a step
+// that would decline. Once the estimate relaxes into the budget, it says
+// yes, and the cycle that runs teaches the estimate again.
+func TestLullNoWhenTheCycleDoesNotFitTheBudget(t *testing.T) {
+	w, rt := newTest(t, WithStreams(true), WithBackground(false), WithReleaseDelay(0))
+	l := rt.Loop()
+	assert.True(t, l.Lull(), "before any step the budget is unknown")
+	w.gcCost = 5 * modelFixed // 1.25 ms, over the 1 ms budget
+	for i := 0; float64(rt.Stats().CostEstimate) <= planFactor*float64(ms); i++ {
+		require.Less(t, i, 1000, "the estimate never learnt the slow cycles")
+		serve(w, l, 1, 100*time.Microsecond, 64*kib)
+	}
+	gcs, steps := w.gcs, rt.Stats().Steps
+	serve(w, l, 100, 100*time.Microsecond, 64*kib) // 10 ms: the estimate stays over
+	assert.Equal(t, gcs, w.gcs, "cycles while the estimate is over the budget")
+	assert.Equal(t, steps, rt.Stats().Steps, "steps while the estimate is over the budget")
+	w.t += 10 * maxHalfLife
+	assert.True(t, l.Lull(), "once the estimate relaxed")
 }

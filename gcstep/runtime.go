@@ -22,7 +22,9 @@ import (
 //     see WithStreams), and the cost must fit the step's budget. Otherwise
 //     it may start a cycle for the runtime to run concurrently, when the
 //     caller is idle most of the time, or it leaves the work to the
-//     runtime's pacer.
+//     runtime's pacer. It never waits for more garbage than 70 % of the
+//     pacer's runway (heap goal minus live heap), where the runtime may
+//     start its own cycle: past that, the step's would buy little.
 //   - Once every loop using it has been quiet for a quiet period (see
 //     WithReleaseDelay), it collects what the activity left and returns
 //     the memory to the operating system, once per quiet stretch, on a
@@ -40,8 +42,8 @@ import (
 // zero budget, which waits for the other to finish and answers.
 //
 // A Runtime changes the process's GOGC only for the moment it takes to
-// start a cycle: to 1 % while it starts one, and, for an inline cycle, to
-// off until that cycle's mark phase ends (about a budget). A call to
+// start a cycle: to 1 % while it starts one; an inline cycle then waits
+// for its mark phase with GOGC restored. A call to
 // debug.SetGCPercent by the program inside such a moment is kept, and a
 // program that saves and restores around it is repaired at the next step
 // (see doc/policy.md). Use one Runtime per process.
@@ -97,14 +99,19 @@ type Runtime struct {
 // Stats counts what a Runtime did. All counts are cumulative since
 // NewRuntime.
 type Stats struct {
-	Steps            uint64        // calls to Step, including those that did nothing
-	CyclesInline     uint64        // cycles run inside Step (see inliner)
-	CyclesBackground uint64        // cycles started for the runtime to run concurrently
-	DeclinedBudget   uint64        // cycles due but not run: too costly for the budget, background off
-	DeclinedCap      uint64        // cycles due but not run: the CPU cap was spent
-	DeclinedLull     uint64        // cycles due but not run: a lull, too short for the cycle
-	StepTime         time.Duration // wall time spent inside Step
-	CycleTime        time.Duration // of which in inline cycles
+	Steps            uint64 // calls to Step, including those that did nothing
+	CyclesInline     uint64 // cycles run inside Step (see inliner)
+	CyclesBackground uint64 // cycles started for the runtime to run concurrently
+	DeclinedBudget   uint64 // cycles due but not run: too costly for the budget, background off
+	DeclinedCap      uint64 // cycles due but not run: the CPU cap was spent
+	DeclinedLull     uint64 // cycles due but not run: a lull, too short for the cycle
+	// DeclinedPacer counts cycles due but not run because the runtime's
+	// own cycle was near: the garbage threshold, raised by a short CPU
+	// cap or set high, was past 70 % of the pacer's runway (heap goal
+	// minus live heap), where the runtime may start its own cycle.
+	DeclinedPacer uint64
+	StepTime      time.Duration // wall time spent inside Step
+	CycleTime     time.Duration // of which in inline cycles
 
 	// Overruns counts steps that took longer than their budget (an
 	// inline cycle dearer than estimated: a mark phase cannot be cut
@@ -193,7 +200,7 @@ func newRuntime(e env, opts ...Option) *Runtime {
 // on Runtime, and reports whether calling again now would do anything.
 // With budget <= 0 it only looks: it reports true when a collection is due.
 func (rt *Runtime) Step(budget time.Duration) (more bool) {
-	return rt.step(rt.self, budget)
+	return rt.self.Step(budget)
 }
 
 func (rt *Runtime) step(l *Loop, budget time.Duration) (more bool) {
@@ -266,6 +273,17 @@ func (rt *Runtime) observe(now time.Duration) {
 	rt.est.Store(int64(rt.cost.estimate(rt.r.live, now)))
 }
 
+// estimate is the cost estimate of an inline cycle at now, relaxed to now
+// as the policy would see it at a step, for callers without rt.mu: while
+// another loop steps, the estimate of the last look.
+func (rt *Runtime) estimate(now time.Duration) time.Duration {
+	if rt.mu.TryLock() {
+		rt.est.Store(int64(rt.cost.estimate(rt.r.live, now)))
+		rt.mu.Unlock()
+	}
+	return time.Duration(rt.est.Load())
+}
+
 // backgroundTimeout is how long a started cycle may take to complete
 // before the Runtime stops waiting for it.
 const backgroundTimeout = time.Second
@@ -286,15 +304,21 @@ func (rt *Runtime) threshold() uint64 {
 func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 	garbage := rt.r.allocs - rt.baseAllocs
 	threshold := rt.threshold()
-	if garbage < threshold/backgroundEarly {
-		return false
+	if garbage < threshold/backgroundEarly || rt.bg.pending {
+		return false // not enough garbage, or a cycle is running
 	}
 	rt.refill(now)
+	if rt.tokens >= rt.capacity() {
+		rt.relaxScale()
+		threshold = rt.threshold()
+	}
 	est := rt.cost.estimate(rt.r.live, now)
 	fits := float64(est) <= planFactor*float64(budget)
 	share := l.idleShare(now)
-	inline := fits && (rt.cfg.streams || l.covers(est))
-	background := !inline && rt.cfg.background && !rt.bg.pending && share >= bgShare
+	runway := rt.runway()
+	inline := fits && (rt.cfg.streams || l.covers(est)) && float64(threshold) <= runway
+	background := !inline && rt.cfg.background && share >= bgShare &&
+		float64(threshold/backgroundEarly) <= runway
 	if garbage < threshold && !background {
 		// Only a background cycle starts this early: see backgroundEarly.
 		return false
@@ -302,6 +326,8 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 	if !inline && !background {
 		if budget > 0 {
 			switch {
+			case float64(threshold) > runway:
+				rt.stats.DeclinedPacer++
 			case fits:
 				rt.stats.DeclinedLull++
 			case !rt.cfg.background:
@@ -339,6 +365,36 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 	return false
 }
 
+// runway is how much garbage a stepper's cycle may wait for and still come
+// before the runtime's own: pacerShare of the distance from the live heap
+// to the heap goal. Past it the runtime may be about to run the same cycle
+// concurrently, without holding the loop, and the step would pay a cycle's
+// cost for little memory. With GOGC=off the goal is out of reach and so
+// is the limit. rt.mu must be held.
+func (rt *Runtime) runway() float64 {
+	if rt.r.goal <= rt.r.live {
+		return 0
+	}
+	return pacerShare * float64(rt.r.goal-rt.r.live)
+}
+
+// pacerShare is the part of the pacer's runway (goal minus live heap) a
+// stepper's cycle may wait for: the runtime starts its own cycle at 70-95 %
+// of that runway, so up to 70 % the stepper's comes first (see
+// doc/policy.md).
+const pacerShare = 0.7
+
+// relaxScale lowers a raised threshold by one step, at most once per
+// threshold's worth of allocation: the cap has room again (the bucket is
+// full), whether or not the cycles it declined ever ran. rt.mu must be
+// held.
+func (rt *Runtime) relaxScale() {
+	if rt.scale > 1 && rt.r.allocs-rt.scaledAt >= rt.threshold() {
+		rt.scale = max(rt.scale/scaleDown, 1)
+		rt.scaledAt = rt.r.allocs
+	}
+}
+
 // A background cycle starts at half the garbage an inline one waits for
 // (the threshold halved): it frees memory later, since the program keeps
 // allocating while it marks (see doc/policy.md).
@@ -356,7 +412,7 @@ const (
 // inline runs one whole cycle in the caller and learns its cost.
 // rt.mu must be held.
 func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
-	live := rt.r.live
+	live, cycles := rt.r.live, rt.r.cycles
 	rt.trap.arm(rt.env.gc(budget))
 	end := rt.env.now()
 	d := end - start
@@ -367,6 +423,16 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 	rt.stats.LastAllocatedBetween = garbage
 	rt.cost.learn(live, d, end)
 	rt.env.read(&rt.r)
+	if rt.r.cycles == cycles {
+		// Still marking after the budget: the runtime finishes it
+		// concurrently. Wait for it as for a background cycle, and
+		// charge what the collector uses meanwhile.
+		rt.bg.pending = true
+		rt.bg.cycles = cycles
+		rt.bg.cpu = rt.env.gcCPU()
+		rt.bg.charge = 0
+		rt.bg.at = end
+	}
 	// The cycle ended just now: count garbage from here, not from the
 	// look before it (what the cycle itself allocated is not garbage).
 	rt.prevAllocs = rt.r.allocs

@@ -538,3 +538,132 @@ func TestThresholdRisesOncePerDeclinedCycle(t *testing.T) {
 	assert.EqualValues(t, 100, s.DeclinedCap)
 	assert.Equal(t, scaleUp, s.ThresholdScale)
 }
+
+// runwayFor is the smallest pacer runway (heap goal minus live heap) in
+// which a cycle waiting for garbage bytes is still due.
+func runwayFor(garbage uint64) uint64 {
+	return uint64(math.Ceil(float64(garbage) / pacerShare))
+}
+
+// A stepper's cycle that would wait for more garbage than the pacer's
+// earliest trigger (70 % of its runway) may come after the runtime's own.
+func TestNoCycleNearThePacersOwn(t *testing.T) {
+	for _, tc := range []struct {
+		runway uint64 // heap goal minus live heap
+		cycles int
+	}{
+		{runway: runwayFor(minG), cycles: 1},
+		{runway: runwayFor(minG) - 2, cycles: 0},
+		{runway: 0, cycles: 0}, // at the goal: the runtime collects now
+	} {
+		w, rt := newTest(t, WithBackground(false), WithReleaseDelay(0))
+		w.r.live, w.liveAfter = 256*kib, 256*kib // threshold: minG
+		w.r.goal = w.r.live + tc.runway
+		w.alloc(minG)
+		rt.Step(ms)
+		assert.Equal(t, tc.cycles, w.gcs, "runway %d", tc.runway)
+		assert.EqualValues(t, 1-tc.cycles, rt.Stats().DeclinedPacer, "runway %d", tc.runway)
+	}
+}
+
+func TestNoBackgroundCycleNearThePacersOwn(t *testing.T) {
+	for _, tc := range []struct {
+		runway uint64
+		starts int
+	}{
+		{runway: runwayFor(mib), starts: 1}, // a background cycle starts at half the threshold (1 MiB)
+		{runway: runwayFor(mib) - 2, starts: 0},
+	} {
+		w, rt := newTest(t, WithReleaseDelay(0))
+		w.r.live, w.liveAfter = 4*mib, 4*mib // estimate 4.25 ms: no inline cycle; threshold 2 MiB
+		w.r.goal = w.r.live + tc.runway
+		rt.Idled(time.Second) // idle: a background cycle may start
+		w.t += time.Second
+		w.alloc(mib)
+		rt.Step(ms)
+		assert.Equal(t, tc.starts, w.starts, "runway %d", tc.runway)
+	}
+}
+
+// A threshold raised by a short cap comes back down once the cap has room,
+// even while every due cycle is declined (here: near the pacer's own), and
+// cycles resume once it fits the runway again.
+func TestRaisedThresholdRelaxesWithoutCycles(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(0.001), WithBackground(false), WithReleaseDelay(0))
+	w.gcCost = 10 * ms // leaves a debt
+	w.alloc(mib)
+	rt.Step(20 * ms)
+	require.Equal(t, 1, w.gcs)
+	for range 6 { // declined for the cap: the threshold rises
+		w.alloc(16 * mib)
+		rt.Step(20 * ms)
+	}
+	require.Greater(t, rt.Stats().ThresholdScale, 4.0)
+	w.r.goal = w.r.live + runwayFor(minG) // only the unraised threshold fits the runway
+	for i := 0; i < 200 && w.gcs == 1; i++ {
+		w.alloc(16 * mib)
+		rt.Idled(time.Second) // the bucket refills
+		w.t += time.Second
+		rt.Step(20 * ms)
+	}
+	s := rt.Stats()
+	assert.Equal(t, 2, w.gcs, "cycles resume once the threshold fits the runway")
+	assert.Positive(t, s.DeclinedPacer)
+	assert.Equal(t, 1.0, s.ThresholdScale)
+}
+
+// On a machine where every cycle costs more than the budget, the relaxed
+// estimate keeps letting one run, and each overruns: the relaxation backs
+// off. Once cycles are cheap again it comes back within about a second.
+func TestSlowMachineBacksOffTheRelaxation(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(1), WithBackground(false), WithReleaseDelay(0))
+	w.gcCost = 5 * modelFixed // 1.25 ms: over the budget
+	run := func(d time.Duration) {
+		for end := w.t + d; w.t < end; {
+			w.alloc(minG)
+			rt.Step(ms)
+			w.t += 100 * time.Microsecond
+		}
+	}
+	run(10 * time.Second)
+	s := rt.Stats()
+	// A fixed 50 ms half-life retried every few ms: thousands of cycles.
+	assert.Less(t, w.gcs, 50, "cycles on a slow machine")
+	assert.Greater(t, w.gcs, 5, "it must keep trying")
+	assert.Equal(t, s.Overruns, uint64(w.gcs), "every one of them overran")
+
+	w.gcCost = modelFixed / 2
+	slow := w.gcs
+	run(1500 * time.Millisecond)
+	assert.Greater(t, w.gcs-slow, 100, "cycles once they are cheap again")
+}
+
+// An inline cycle still marking when its step's budget ran out goes on
+// concurrently: no other cycle starts or is waited for until it completes,
+// and the collector's CPU meanwhile is charged to the cap.
+func TestInlineCycleThatOutlivesItsStep(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(1), WithReleaseDelay(0))
+	w.unended = true
+	w.alloc(mib)
+	rt.Step(ms)
+	require.Equal(t, 1, w.gcs)
+	charged := rt.Stats().Charged
+	for range 10 {
+		w.alloc(mib)
+		w.t += ms
+		rt.Step(ms)
+	}
+	assert.Equal(t, 1, w.gcs, "inline cycles while one is marking")
+	assert.Zero(t, w.starts, "background cycles while one is marking")
+
+	w.gcCPU += 3 * ms // what the collector used to finish it
+	w.collected()
+	w.unended = false
+	rt.Step(ms)
+	s := rt.Stats()
+	assert.Equal(t, charged+3*ms, s.Charged, "the collector's CPU after the step is charged")
+	assert.Equal(t, 1, w.gcs, "the completing step counts garbage from the cycle's end")
+	w.alloc(mib)
+	rt.Step(ms)
+	assert.Equal(t, 2, w.gcs, "cycles once it completed")
+}
