@@ -204,7 +204,7 @@ func (d *idler) block(timeout time.Duration, poll waitFunc) (n int, err error) {
 	// release takes it during this wait too.
 	var acquired uint64
 	if d.lock != nil && report != nil {
-		acquired = d.lock.Stats().Acquisitions
+		acquired = d.lock.Acquisitions()
 	}
 	wait := func() {
 		start := time.Now()
@@ -215,7 +215,7 @@ func (d *idler) block(timeout time.Duration, poll waitFunc) (n int, err error) {
 			return
 		}
 		idle := blocked
-		if d.lock != nil && d.lock.Stats().Acquisitions != acquired {
+		if d.lock != nil && d.lock.Acquisitions() != acquired {
 			idle = 0
 		}
 		report(idle, n != 0 || err != nil)
