@@ -35,8 +35,8 @@ type Mux struct {
 	idle    idler
 
 	// epoch is when the Mux was made; restAt is the time (since epoch)
-	// from which calls offer the stepper work again: see the type's
-	// comment and mayStep.
+	// from which calls offer the stepper work again, or 0 once a call has
+	// seen that time pass: see the type's comment and mayStep.
 	epoch  time.Time
 	restAt atomic.Int64
 }
@@ -58,8 +58,21 @@ func New(opts ...Option) *Mux {
 
 // mayStep says whether a call may offer the stepper work: there is a
 // stepper, and no step reported no more work within the last budget.
+// Only a call during or just after such a rest reads the clock: the first
+// to see it over clears restAt, so the calls after it need not.
 func (m *Mux) mayStep() bool {
-	return m.idle.stepper != nil && int64(time.Since(m.epoch)) >= m.restAt.Load()
+	if m.idle.stepper == nil {
+		return false
+	}
+	rest := m.restAt.Load()
+	if rest == 0 {
+		return true
+	}
+	if int64(time.Since(m.epoch)) < rest {
+		return false
+	}
+	m.restAt.CompareAndSwap(rest, 0) // a newer rest, stored meanwhile, stays
+	return true
 }
 
 // stepped ends a call: if it offered the stepper work and a step reported
