@@ -15,6 +15,9 @@ type idler struct {
 	stepper gcstep.Stepper // nil: no idle work
 	budget  time.Duration  // bound on one Step, > 0
 	c       *counters
+	// alarm, if not nil, does the stepper's deferred work instead of
+	// bounding the waits (a Mux whose goroutines share a lock: see alarm).
+	alarm *alarm
 }
 
 // wait waits up to timeout (negative: indefinitely; zero: one poll that
@@ -45,7 +48,8 @@ type idler struct {
 // program sleeps (the runtime stepper's emptying of a quiet gap): the
 // blocking wait then ends no later than its NextStep, steps, and waits on
 // for what is left of the timeout. That keeps the deferred work on the
-// loop's own wait, with no timer or goroutine of the stepper's.
+// loop's own wait, with no timer or goroutine of the stepper's. With an
+// alarm, the wait is not bounded: the alarm is armed to do that work.
 //
 // The caller holds the lock, if there is one; it holds it again on return.
 func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll waitFunc) (int, error) {
@@ -143,7 +147,8 @@ func (d *idler) stepped(took time.Duration, work bool) {
 // deferred work, if it has any and may do it (nobody waits for the lock).
 // It reports the wait to make and whether it was shortened for that work.
 // A wait is never shortened below one step budget, so work that is due but
-// cannot be done now cannot make the caller spin.
+// cannot be done now cannot make the caller spin. With an alarm, it arms
+// the alarm for that work instead and leaves the wait as it is.
 func (d *idler) deferred(timeout time.Duration) (time.Duration, bool) {
 	ds, ok := d.stepper.(gcstep.Deferred)
 	if !ok || d.lock != nil && d.lock.Contended() {
@@ -155,6 +160,10 @@ func (d *idler) deferred(timeout time.Duration) (time.Duration, bool) {
 	}
 	next = max(next, d.budget)
 	if timeout > 0 && timeout <= next {
+		return timeout, false
+	}
+	if d.alarm != nil {
+		d.alarm.arm(next)
 		return timeout, false
 	}
 	return next, true

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/idlemux/idlemux/gcstep"
 )
 
 // A Mux makes one-shot waits, like Ruby's IO.select and
@@ -53,6 +55,9 @@ func New(opts ...Option) *Mux {
 	}
 	m := &Mux{backend: cfg.backend, epoch: time.Now()}
 	m.idle = idler{lock: cfg.lock, stepper: cfg.stepper, budget: cfg.budget, c: &m.c}
+	if ds, ok := cfg.stepper.(gcstep.Deferred); ok && cfg.lock != nil {
+		m.idle.alarm = newAlarm(&m.idle, ds)
+	}
 	return m
 }
 
