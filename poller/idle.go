@@ -18,6 +18,9 @@ type idler struct {
 	// alarm, if not nil, does the stepper's deferred work instead of
 	// bounding the waits (a Mux whose goroutines share a lock: see alarm).
 	alarm *alarm
+	// lullRests makes a Lull that says no clear *mayStep, as a step
+	// reporting no more does (a Mux: see its type's comment).
+	lullRests bool
 }
 
 // wait waits up to timeout (negative: indefinitely; zero: one poll that
@@ -42,7 +45,8 @@ type idler struct {
 // it again (a one-shot call at every call, a Loop after dispatching events).
 // A stepper that is a gcstep.LoopObserver is also asked Lull first: when
 // it has nothing to do at this idle moment, wait blocks at once, with no
-// zero-timeout poll, as it would without a stepper.
+// zero-timeout poll, as it would without a stepper (and, with lullRests,
+// sets *mayStep to false as a step's "no more" does).
 //
 // A stepper that is a gcstep.Deferred may have work fall due while the
 // program sleeps (the runtime stepper's emptying of a quiet gap): the
@@ -62,7 +66,7 @@ func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll 
 	}
 	due := false // the stepper's deferred work is due: step whatever Lull says
 	for {
-		if d.stepper != nil && *mayStep && (due || d.lull()) {
+		if d.stepper != nil && *mayStep && (due || d.lull(mayStep)) {
 			polled := false // a zero-timeout poll came after the last step
 			if !stepFirst {
 				if n, err := d.zero(poll); n != 0 || err != nil {
@@ -123,10 +127,14 @@ func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll 
 }
 
 // lull asks a stepper that is a gcstep.LoopObserver whether this idle
-// moment is worth a step; any other stepper may always have work.
-func (d *idler) lull() bool {
-	if o, ok := d.stepper.(gcstep.LoopObserver); ok {
-		return o.Lull()
+// moment is worth a step; any other stepper may always have work. With
+// lullRests, a no clears *mayStep.
+func (d *idler) lull(mayStep *bool) bool {
+	if o, ok := d.stepper.(gcstep.LoopObserver); ok && !o.Lull() {
+		if d.lullRests {
+			*mayStep = false
+		}
+		return false
 	}
 	return true
 }

@@ -18,12 +18,13 @@ import (
 //
 // Negative timeouts wait indefinitely, zero never blocks (and never steps).
 //
-// Once a step reports no more work, the Mux's calls offer the stepper none
-// for one step budget (WithStepBudget): a call is one idle moment, and
-// goroutines that bounce work between them make hundreds of calls per
-// millisecond, each of which would otherwise pay a step and the
-// zero-timeout poll after it for a stepper that has just said it has
-// nothing to do.
+// Once a step reports no more work, or a stepper that is a
+// gcstep.LoopObserver answers Lull with no, the Mux's calls offer the
+// stepper none for one step budget (WithStepBudget): a call is one idle
+// moment, and goroutines that bounce work between them make hundreds of
+// calls per millisecond, each of which would otherwise pay a step and the
+// zero-timeout poll after it, or the question, for a stepper that has
+// just said it has nothing to do.
 //
 // Goroutines that share the lock given with WithGVL do not block a thread
 // while they wait with it released: on Linux they park in Go's netpoller,
@@ -54,7 +55,7 @@ func New(opts ...Option) *Mux {
 		panic(backendError("New", cfg.backend))
 	}
 	m := &Mux{backend: cfg.backend, epoch: time.Now()}
-	m.idle = idler{lock: cfg.lock, stepper: cfg.stepper, budget: cfg.budget, c: &m.c}
+	m.idle = idler{lock: cfg.lock, stepper: cfg.stepper, budget: cfg.budget, c: &m.c, lullRests: true}
 	if ds, ok := cfg.stepper.(gcstep.Deferred); ok && cfg.lock != nil {
 		m.idle.alarm = newAlarm(&m.idle, ds)
 	}
@@ -62,7 +63,8 @@ func New(opts ...Option) *Mux {
 }
 
 // mayStep says whether a call may offer the stepper work: there is a
-// stepper, and no step reported no more work within the last budget.
+// stepper, and neither a step nor Lull said there was none within the
+// last budget.
 // Only a call during or just after such a rest reads the clock: the first
 // to see it over clears restAt, so the calls after it need not.
 func (m *Mux) mayStep() bool {
@@ -80,8 +82,9 @@ func (m *Mux) mayStep() bool {
 	return true
 }
 
-// stepped ends a call: if it offered the stepper work and a step reported
-// no more (may went false), the calls of the next budget offer none.
+// stepped ends a call: if it offered the stepper work and a step or Lull
+// said there was none (may went false), the calls of the next budget
+// offer none.
 func (m *Mux) stepped(offered, may bool) {
 	if offered && !may {
 		m.restAt.Store(int64(time.Since(m.epoch) + m.idle.budget))
