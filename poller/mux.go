@@ -32,6 +32,11 @@ import (
 // bench/README.md for what that saves). Fds epoll cannot watch (regular
 // files, directories) and waits on more than 64 fds block the thread in
 // poll(2) or select(2) as a Mux without a lock always does.
+//
+// For such a Mux, a stepper that is a gcstep.Deferred does not bound the
+// waits: a parked wait's bound is a timer moved at every wait. One timer
+// of the Mux's does the deferred work instead, taking the lock when the
+// work falls due, and stepping while nobody waits for the lock.
 type Mux struct {
 	backend Backend
 	c       counters
