@@ -37,6 +37,11 @@ const (
 type Lock struct {
 	// state is the lock word described above.
 	state atomic.Int64
+	// acquisitions counts every acquisition (see Acquisitions): the fast
+	// paths and acquireSlow finding the lock free count their own, a
+	// releaser counts the acquisition it hands over. It sits beside state,
+	// which every acquisition writes anyway.
+	acquisitions atomic.Uint64
 	// yieldReq is raised, with mu held, by the head waiter's timer once the
 	// holder has kept the lock for a timeslice while that waiter was at the
 	// head of the queue; it is cleared, with mu held, at every handoff and
@@ -52,10 +57,6 @@ type Lock struct {
 	// or writes it.
 	spare *waiter
 
-	// fastAcquisitions counts the acquisitions that were not handoffs: by
-	// the fast paths, and by acquireSlow finding the lock free. Handed-over
-	// acquisitions are counted in stats.handoffs instead.
-	fastAcquisitions atomic.Uint64
 	// waits accounts the waits of acquireSlow, updated by each waiter
 	// after it wakes holding the lock.
 	waits waitCounters
@@ -88,6 +89,19 @@ func New(opts ...Option) *Lock {
 // is not yet waiting, and is not counted.
 func (l *Lock) Contended() bool {
 	return l.state.Load() >= waiterUnit
+}
+
+// Acquisitions returns how many times the lock has been taken since it was
+// made, by any path: Stats().Acquisitions, read with a single atomic load
+// and without the mutex Stats takes, so it may be called on every wait.
+// Two reads that differ say the lock was taken in between. A lock handed
+// to a waiter is counted by the releaser, before the new holder runs, so
+// a goroutine that reads it before releasing the lock around a wait and
+// again before taking the lock back learns whether anybody else held it
+// meanwhile: whether its wait was idle time for the program, or time the
+// program spent working on another goroutine.
+func (l *Lock) Acquisitions() uint64 {
+	return l.acquisitions.Load()
 }
 
 // Waiters returns how many goroutines are queued waiting for the lock,
@@ -143,7 +157,7 @@ func (l *Lock) AcquireContext(ctx context.Context) error {
 
 // acquired does the bookkeeping of an acquisition that was not handed over.
 func (l *Lock) acquired() {
-	l.fastAcquisitions.Add(1)
+	l.acquisitions.Add(1)
 	l.emit(EventAcquired)
 }
 
@@ -242,4 +256,5 @@ func (l *Lock) handoff(h *waiter) {
 	l.q.remove(h)
 	l.clearYieldReq() // a new holder starts a new slice
 	l.stats.handoffs++
+	l.acquisitions.Add(1)
 }

@@ -34,8 +34,8 @@ type Stats struct {
 
 // counters are the slow paths' statistics, guarded by Lock.mu: every
 // event they count happens with mu held already, so a plain increment is
-// cheaper than an atomic one. Every handoff is an acquisition; the others
-// are counted in Lock.fastAcquisitions, atomically.
+// cheaper than an atomic one. Acquisitions, handoffs included, are
+// counted in Lock.acquisitions, atomically (see Lock.Acquisitions).
 type counters struct {
 	handoffs, yields, cancelled uint64
 }
@@ -50,12 +50,14 @@ type waitCounters struct {
 // Stats returns the lock's counters. It may be called at any time, by any
 // goroutine, holding the lock or not.
 func (l *Lock) Stats() Stats {
-	fast := l.fastAcquisitions.Load()
 	l.mu.Lock()
 	c := l.stats
+	// Read with mu held: a handoff counts itself in both under mu, so
+	// Acquisitions is never below Handoffs in a snapshot.
+	acquisitions := l.acquisitions.Load()
 	l.mu.Unlock()
 	return Stats{
-		Acquisitions: fast + c.handoffs,
+		Acquisitions: acquisitions,
 		Contended:    l.waits.contended.Load(),
 		Handoffs:     c.handoffs,
 		Yields:       c.yields,

@@ -16,7 +16,8 @@
 // wait that may block, through gvl.Lock.Blocking. The stepper is any
 // gcstep.Stepper given with WithStepper. Without a stepper the package is a
 // plain multiplexer; without a lock nobody is ever waiting. A stepper that
-// is a gcstep.Deferred bounds how long a wait may block (its NextStep); one
+// is a gcstep.Deferred bounds how long a wait may block (its NextStep; a
+// Mux with a lock keeps a timer for that work instead: see Mux); one
 // that is a gcstep.IdleObserver is told how long each blocking wait took
 // (the caller's idle time, from which gcstep's runtime stepper earns its
 // CPU cap; Stats.BlockedTime adds them up).

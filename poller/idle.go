@@ -15,6 +15,12 @@ type idler struct {
 	stepper gcstep.Stepper // nil: no idle work
 	budget  time.Duration  // bound on one Step, > 0
 	c       *counters
+	// alarm, if not nil, does the stepper's deferred work instead of
+	// bounding the waits (a Mux whose goroutines share a lock: see alarm).
+	alarm *alarm
+	// lullRests makes a Lull that says no clear *mayStep, as a step
+	// reporting no more does (a Mux: see its type's comment).
+	lullRests bool
 }
 
 // wait waits up to timeout (negative: indefinitely; zero: one poll that
@@ -39,13 +45,15 @@ type idler struct {
 // it again (a one-shot call at every call, a Loop after dispatching events).
 // A stepper that is a gcstep.LoopObserver is also asked Lull first: when
 // it has nothing to do at this idle moment, wait blocks at once, with no
-// zero-timeout poll, as it would without a stepper.
+// zero-timeout poll, as it would without a stepper (and, with lullRests,
+// sets *mayStep to false as a step's "no more" does).
 //
 // A stepper that is a gcstep.Deferred may have work fall due while the
 // program sleeps (the runtime stepper's emptying of a quiet gap): the
 // blocking wait then ends no later than its NextStep, steps, and waits on
 // for what is left of the timeout. That keeps the deferred work on the
-// loop's own wait, with no timer or goroutine of the stepper's.
+// loop's own wait, with no timer or goroutine of the stepper's. With an
+// alarm, the wait is not bounded: the alarm is armed to do that work.
 //
 // The caller holds the lock, if there is one; it holds it again on return.
 func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll waitFunc) (int, error) {
@@ -58,7 +66,7 @@ func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll 
 	}
 	due := false // the stepper's deferred work is due: step whatever Lull says
 	for {
-		if d.stepper != nil && *mayStep && (due || d.lull()) {
+		if d.stepper != nil && *mayStep && (due || d.lull(mayStep)) {
 			polled := false // a zero-timeout poll came after the last step
 			if !stepFirst {
 				if n, err := d.zero(poll); n != 0 || err != nil {
@@ -119,10 +127,14 @@ func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll 
 }
 
 // lull asks a stepper that is a gcstep.LoopObserver whether this idle
-// moment is worth a step; any other stepper may always have work.
-func (d *idler) lull() bool {
-	if o, ok := d.stepper.(gcstep.LoopObserver); ok {
-		return o.Lull()
+// moment is worth a step; any other stepper may always have work. With
+// lullRests, a no clears *mayStep.
+func (d *idler) lull(mayStep *bool) bool {
+	if o, ok := d.stepper.(gcstep.LoopObserver); ok && !o.Lull() {
+		if d.lullRests {
+			*mayStep = false
+		}
+		return false
 	}
 	return true
 }
@@ -143,7 +155,8 @@ func (d *idler) stepped(took time.Duration, work bool) {
 // deferred work, if it has any and may do it (nobody waits for the lock).
 // It reports the wait to make and whether it was shortened for that work.
 // A wait is never shortened below one step budget, so work that is due but
-// cannot be done now cannot make the caller spin.
+// cannot be done now cannot make the caller spin. With an alarm, it arms
+// the alarm for that work instead and leaves the wait as it is.
 func (d *idler) deferred(timeout time.Duration) (time.Duration, bool) {
 	ds, ok := d.stepper.(gcstep.Deferred)
 	if !ok || d.lock != nil && d.lock.Contended() {
@@ -155,6 +168,10 @@ func (d *idler) deferred(timeout time.Duration) (time.Duration, bool) {
 	}
 	next = max(next, d.budget)
 	if timeout > 0 && timeout <= next {
+		return timeout, false
+	}
+	if d.alarm != nil {
+		d.alarm.arm(next)
 		return timeout, false
 	}
 	return next, true
@@ -204,7 +221,7 @@ func (d *idler) block(timeout time.Duration, poll waitFunc) (n int, err error) {
 	// release takes it during this wait too.
 	var acquired uint64
 	if d.lock != nil && report != nil {
-		acquired = d.lock.Stats().Acquisitions
+		acquired = d.lock.Acquisitions()
 	}
 	wait := func() {
 		start := time.Now()
@@ -215,7 +232,7 @@ func (d *idler) block(timeout time.Duration, poll waitFunc) (n int, err error) {
 			return
 		}
 		idle := blocked
-		if d.lock != nil && d.lock.Stats().Acquisitions != acquired {
+		if d.lock != nil && d.lock.Acquisitions() != acquired {
 			idle = 0
 		}
 		report(idle, n != 0 || err != nil)

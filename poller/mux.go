@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/idlemux/idlemux/gcstep"
 )
 
 // A Mux makes one-shot waits, like Ruby's IO.select and
@@ -16,12 +18,13 @@ import (
 //
 // Negative timeouts wait indefinitely, zero never blocks (and never steps).
 //
-// Once a step reports no more work, the Mux's calls offer the stepper none
-// for one step budget (WithStepBudget): a call is one idle moment, and
-// goroutines that bounce work between them make hundreds of calls per
-// millisecond, each of which would otherwise pay a step and the
-// zero-timeout poll after it for a stepper that has just said it has
-// nothing to do.
+// Once a step reports no more work, or a stepper that is a
+// gcstep.LoopObserver answers Lull with no, the Mux's calls offer the
+// stepper none for one step budget (WithStepBudget): a call is one idle
+// moment, and goroutines that bounce work between them make hundreds of
+// calls per millisecond, each of which would otherwise pay a step and the
+// zero-timeout poll after it, or the question, for a stepper that has
+// just said it has nothing to do.
 //
 // Goroutines that share the lock given with WithGVL do not block a thread
 // while they wait with it released: on Linux they park in Go's netpoller,
@@ -29,14 +32,19 @@ import (
 // bench/README.md for what that saves). Fds epoll cannot watch (regular
 // files, directories) and waits on more than 64 fds block the thread in
 // poll(2) or select(2) as a Mux without a lock always does.
+//
+// For such a Mux, a stepper that is a gcstep.Deferred does not bound the
+// waits: a parked wait's bound is a timer moved at every wait. One timer
+// of the Mux's does the deferred work instead, taking the lock when the
+// work falls due, and stepping while nobody waits for the lock.
 type Mux struct {
 	backend Backend
 	c       counters
 	idle    idler
 
 	// epoch is when the Mux was made; restAt is the time (since epoch)
-	// from which calls offer the stepper work again: see the type's
-	// comment and mayStep.
+	// from which calls offer the stepper work again, or 0 once a call has
+	// seen that time pass: see the type's comment and mayStep.
 	epoch  time.Time
 	restAt atomic.Int64
 }
@@ -52,18 +60,36 @@ func New(opts ...Option) *Mux {
 		panic(backendError("New", cfg.backend))
 	}
 	m := &Mux{backend: cfg.backend, epoch: time.Now()}
-	m.idle = idler{lock: cfg.lock, stepper: cfg.stepper, budget: cfg.budget, c: &m.c}
+	m.idle = idler{lock: cfg.lock, stepper: cfg.stepper, budget: cfg.budget, c: &m.c, lullRests: true}
+	if ds, ok := cfg.stepper.(gcstep.Deferred); ok && cfg.lock != nil {
+		m.idle.alarm = newAlarm(&m.idle, ds)
+	}
 	return m
 }
 
 // mayStep says whether a call may offer the stepper work: there is a
-// stepper, and no step reported no more work within the last budget.
+// stepper, and neither a step nor Lull said there was none within the
+// last budget.
+// Only a call during or just after such a rest reads the clock: the first
+// to see it over clears restAt, so the calls after it need not.
 func (m *Mux) mayStep() bool {
-	return m.idle.stepper != nil && int64(time.Since(m.epoch)) >= m.restAt.Load()
+	if m.idle.stepper == nil {
+		return false
+	}
+	rest := m.restAt.Load()
+	if rest == 0 {
+		return true
+	}
+	if int64(time.Since(m.epoch)) < rest {
+		return false
+	}
+	m.restAt.CompareAndSwap(rest, 0) // a newer rest, stored meanwhile, stays
+	return true
 }
 
-// stepped ends a call: if it offered the stepper work and a step reported
-// no more (may went false), the calls of the next budget offer none.
+// stepped ends a call: if it offered the stepper work and a step or Lull
+// said there was none (may went false), the calls of the next budget
+// offer none.
 func (m *Mux) stepped(offered, may bool) {
 	if offered && !may {
 		m.restAt.Store(int64(time.Since(m.epoch) + m.idle.budget))
