@@ -77,7 +77,8 @@ func newLoop(s *Server, id int) (*Loop, error) {
 			st = l.handle
 		}
 	}
-	opts := append(append([]poller.Option(nil), s.cfg.loopOpts...),
+	// Blocked on its thread by default: see WithLoopOptions.
+	opts := append(append([]poller.Option{poller.WithNetpoller(false)}, s.cfg.loopOpts...),
 		poller.WithGVL(l.lock), poller.WithStepper(st))
 	pl, err := poller.NewLoop(opts...)
 	if err != nil {

@@ -37,6 +37,8 @@ var servers = []server{
 	{Name: "netloop-1", Bin: "netloop", Args: []string{"-stepper=false"}, Loops: 1},
 	{Name: "netloop-reuseport", Bin: "netloop", Args: []string{"-stepper=false", "-reuseport"}},
 	{Name: "netloop-thread", Bin: "netloop", Args: []string{"-stepper=false", "-netpoller=false"}},
+	{Name: "netloop-parked", Bin: "netloop", Args: []string{"-stepper=false", "-netpoller=true"}},
+	{Name: "netloop-parked-1", Bin: "netloop", Args: []string{"-stepper=false", "-netpoller=true"}, Loops: 1},
 	{Name: "gnet", Bin: "gnet"},
 	{Name: "gnet-1", Bin: "gnet", Loops: 1},
 	{Name: "nbio", Bin: "nbio"},

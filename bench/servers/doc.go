@@ -10,9 +10,14 @@
 //	                loop (SO_REUSEPORT) instead of one acceptor (not in the
 //	                default -servers; for -pipe-servers)
 //	netloop-thread  netloop without a stepper, its loops blocking in
-//	                epoll_wait on their threads instead of parked in Go's
-//	                netpoller (poller.WithNetpoller(false); not in the
-//	                default -servers)
+//	                epoll_wait on their threads (poller.WithNetpoller(false),
+//	                netloop's default since the parked wait cost servers
+//	                p99 and CPU; the same as netloop now, kept for older
+//	                result files; not in the default -servers)
+//	netloop-parked, netloop-parked-1
+//	                netloop without a stepper, its loops parked in Go's
+//	                netpoller (WithLoopOptions(poller.WithNetpoller(true));
+//	                not in the default -servers)
 //	gnet            github.com/panjf2000/gnet/v2, multicore (a loop per CPU)
 //	gnet-1          the same with one loop
 //	nbio            github.com/lesismal/nbio, its default pollers (one per

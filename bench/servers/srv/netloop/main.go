@@ -16,7 +16,7 @@ import (
 func main() {
 	stepper := flag.Bool("stepper", true, "collect garbage while the loops are idle")
 	reusePort := flag.Bool("reuseport", false, "a listening socket per loop (SO_REUSEPORT) instead of one acceptor handing connections out in turn")
-	netpoller := flag.Bool("netpoller", true, "loops wait parked in Go's netpoller (false: blocked in epoll_wait on their threads)")
+	netpoller := flag.Bool("netpoller", false, "loops wait parked in Go's netpoller (false, netloop's default: blocked in epoll_wait on their threads)")
 	cfg := serve.Parse()
 	store := cfg.Store()
 	opts := []netloop.Option{netloop.WithReusePort(*reusePort),
