@@ -77,8 +77,7 @@ func newLoop(s *Server, id int) (*Loop, error) {
 			st = l.handle
 		}
 	}
-	// Blocked on its thread by default: see WithLoopOptions.
-	opts := append(append([]poller.Option{poller.WithNetpoller(false)}, s.cfg.loopOpts...),
+	opts := append(append([]poller.Option(nil), s.cfg.loopOpts...),
 		poller.WithGVL(l.lock), poller.WithStepper(st))
 	pl, err := poller.NewLoop(opts...)
 	if err != nil {

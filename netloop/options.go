@@ -103,12 +103,11 @@ func WithLoopStepper(f func(i int) gcstep.Stepper) Option {
 // poller.WithBackend or poller.WithStepBudget. The lock and the stepper are
 // the Server's (each loop's own gvl.Lock, WithStepper's stepper).
 //
-// A Server's loops wait blocked in epoll_wait on their threads
-// (poller.WithNetpoller(false)), not parked in Go's netpoller, which is
-// poller's default: their work comes from other processes, and under
-// bursty redis-benchmark load the thread wait served more requests with a
-// lower p99 and less CPU (bench/README.md, "Servers").
-// WithLoopOptions(poller.WithNetpoller(true)) parks them.
+// A Server's loops wait blocked in epoll_wait on their threads, poller's
+// default: under bursty redis-benchmark load that served more requests
+// with a lower p99 and less CPU than loops parked in Go's netpoller
+// (bench/README.md, "Servers"). WithLoopOptions(poller.WithNetpoller(true))
+// parks them.
 func WithLoopOptions(opts ...poller.Option) Option {
 	return func(c *config) { c.loopOpts = append(c.loopOpts, opts...) }
 }

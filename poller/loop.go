@@ -25,14 +25,16 @@ const batchSize = 128
 // goroutine through Run or RunOnce, waiting with the idle algorithm of the
 // package comment.
 //
-// On epoll (Linux) a wait that blocks parks the loop goroutine in Go's
-// netpoller, as a goroutine reading an os.File does, instead of blocking
-// its thread in epoll_wait: whatever makes an fd ready, often another
-// goroutine of the program, then hands over to the loop through the
-// runtime's scheduler rather than by waking another thread, which costs
-// most when other processes keep the cores busy. Each Loop keeps one more
-// fd for that (a small epoll instance registered with the netpoller);
-// where it cannot, it waits on its thread as the other backends do.
+// A wait that blocks blocks the loop goroutine's thread in the backend's
+// wait. With WithNetpoller(true), on epoll (Linux), it parks the goroutine
+// in Go's netpoller instead, as a goroutine reading an os.File does:
+// whatever makes an fd ready, often another goroutine of the program,
+// then hands over to the loop through the runtime's scheduler rather than
+// by waking another thread, which helps a stream's consumer most when
+// other processes keep the cores busy (see WithNetpoller for what it costs
+// a request/response loop). Such a Loop keeps one more fd (a small epoll
+// instance registered with the netpoller); where it cannot, it waits on
+// its thread as the other backends do.
 //
 // Add, Modify, Remove, AfterFunc, Wake, Stats and Close may be called from
 // any goroutine, and from handlers and timer functions during dispatch; a
@@ -359,8 +361,8 @@ func (l *Loop) exit() {
 // Linux, see loopParker), and blocks the thread in the backend's wait
 // elsewhere: the poll and select backends, other platforms, a netpoller
 // that refuses an epoll fd, a Loop made with no fd free for the parker's
-// instance, WithNetpoller(false), and the rest of a wait whose arming or
-// look failed.
+// instance, a Loop without WithNetpoller(true), and the rest of a wait
+// whose arming or look failed.
 func (l *Loop) poll(timeout time.Duration) (int, error) {
 	if timeout != 0 && l.park != nil && !l.unparked {
 		n, res, err := l.park.wait(&l.c, timeout)

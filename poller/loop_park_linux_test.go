@@ -55,7 +55,7 @@ func TestLoopParkedWaitBlocksNoThread(t *testing.T) {
 	// goroutine reading an os.File does, not blocked in epoll_wait; and
 	// the fd that becomes ready wakes it.
 	p := newPipe(t)
-	l := newLoop(t, poller.WithBackend(poller.BackendEpoll))
+	l := newLoop(t, poller.WithBackend(poller.BackendEpoll), poller.WithNetpoller(true))
 	got := make(chan poller.Events, 1)
 	require.NoError(t, l.Add(p.r, poller.Read, func(fd int, ev poller.Events) {
 		drain(fd)
@@ -252,7 +252,7 @@ func TestLoopParkedCloseFreesFDs(t *testing.T) {
 	// whether it waited or not, and whether Close came during a wait.
 	before := openFDs(t)
 	for i := range 10 {
-		l, err := poller.NewLoop(poller.WithBackend(poller.BackendEpoll))
+		l, err := poller.NewLoop(poller.WithBackend(poller.BackendEpoll), poller.WithNetpoller(true))
 		require.NoError(t, err)
 		if i%2 == 0 {
 			time.AfterFunc(time.Millisecond, func() { l.Close() })
@@ -273,7 +273,7 @@ func TestLoopParkedUnderSignals(t *testing.T) {
 	// timeout and reports an fd that becomes ready.
 	const timeout = 100 * time.Millisecond
 	p := newPipe(t)
-	l := newLoop(t, poller.WithBackend(poller.BackendEpoll))
+	l := newLoop(t, poller.WithBackend(poller.BackendEpoll), poller.WithNetpoller(true))
 	got := 0
 	require.NoError(t, l.Add(p.r, poller.Read, func(fd int, _ poller.Events) { got += readAll(fd) }))
 	var n int

@@ -9,7 +9,9 @@
 // modes read the same stream in different ways:
 //
 //	off         a poller.Loop over the dups, holding a gvl.Lock it releases
-//	            while blocked, with no stepper: a plain event loop
+//	            while blocked, with no stepper: a plain event loop; it
+//	            waits parked in Go's netpoller (poller.WithNetpoller(true)),
+//	            as a loop consuming a stream from the same program should
 //	idle        the same loop with gcstep.NewRuntime as its stepper, so the
 //	            loop's idle moments are offered to the garbage collector
 //	goroutines  idiomatic Go: one goroutine per dup doing blocking
@@ -17,8 +19,8 @@
 //	floor       the off loop reading into one reused buffer: no garbage at
 //	            all, the footprint no collector can beat (only on request)
 //	thread      the off loop with its blocking waits on its own thread in
-//	            epoll_wait instead of parked in Go's netpoller
-//	            (poller.WithNetpoller(false); only on request)
+//	            epoll_wait instead of parked in Go's netpoller (a Loop's
+//	            default; only on request)
 //
 // A buffer that a read leaves empty (EAGAIN: another dup of the same pipe
 // took the data first) is kept for the next read, so that every mode makes
