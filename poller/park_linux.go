@@ -133,6 +133,15 @@ func getParker(c *counters) *parker {
 		parkers.mu.Unlock()
 		return p
 	}
+	parkers.mu.Unlock()
+	return makeParker(c)
+}
+
+// makeParker makes a new parker, or returns nil if the netpoller refused
+// one before (and remembers it if it refuses this one) or the parker's
+// instance cannot be made.
+func makeParker(c *counters) *parker {
+	parkers.mu.Lock()
 	broken := parkers.broken
 	parkers.mu.Unlock()
 	if broken {
@@ -450,19 +459,8 @@ func newLoopParker(be backend, c *counters, look func() (int, error)) *loopParke
 	if !ok {
 		return nil
 	}
-	parkers.mu.Lock()
-	broken := parkers.broken
-	parkers.mu.Unlock()
-	if broken {
-		return nil
-	}
-	p, err := newParker(c)
-	if err != nil {
-		if errors.Is(err, errNotPollable) {
-			parkers.mu.Lock()
-			parkers.broken = true
-			parkers.mu.Unlock()
-		}
+	p := makeParker(c)
+	if p == nil {
 		return nil
 	}
 	lp := &loopParker{p: p, fd: int32(eb.epfd), look: look}
