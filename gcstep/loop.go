@@ -196,11 +196,21 @@ func (l *Loop) Lull() bool {
 	if l.closed || rt.closed.Load() {
 		return false
 	}
-	share := l.idleShareLocked(now)
-	est := rt.estimate(now)
+	// The estimate of the last look first: relaxing only lowers it, so
+	// if that one runs inline, so does the estimate now, and Lull takes
+	// no lock of the Runtime's and computes no relaxation.
+	if l.inlineLocked(time.Duration(rt.est.Load())) || l.inlineLocked(rt.estimate(now)) {
+		return true
+	}
+	return rt.cfg.background && l.idleShareLocked(now) >= bgShare
+}
+
+// inlineLocked reports whether a cycle estimated at est could run inline
+// at this loop's idle moment: it fits the budget of the loop's last step,
+// and the loop consumes streams or its gaps cover it. l.mu must be held.
+func (l *Loop) inlineLocked(est time.Duration) bool {
 	fits := l.budget == 0 || float64(est) <= planFactor*float64(l.budget)
-	return fits && (rt.cfg.streams || l.coversLocked(est)) ||
-		rt.cfg.background && share >= bgShare
+	return fits && (l.rt.cfg.streams || l.coversLocked(est))
 }
 
 // active records work at now. l.mu must be held.
