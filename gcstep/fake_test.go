@@ -26,6 +26,7 @@ type world struct {
 	gogc                    int
 	spawned                 []func() // goroutines the Runtime started, not yet run
 	releaseCost, spawnCount int
+	reads                   int // heap readings taken
 }
 
 // newWorld starts with the heap goal out of reach, as with GOGC=off, so
@@ -54,6 +55,7 @@ func (w *world) env() env {
 	return env{
 		now: func() time.Duration { return w.t },
 		read: func(r *reading) {
+			w.reads++
 			*r = w.r
 			r.gogc = w.gogc
 		},

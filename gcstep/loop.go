@@ -343,28 +343,51 @@ func (l *Loop) NextStep() (time.Duration, bool) {
 	if !observed {
 		return rt.legacyNextStep()
 	}
-	if !dirty || !rt.maybeArmed() {
+	if !dirty {
 		return 0, false
 	}
-	return max(at-rt.env.now(), 0), true
+	now := rt.env.now()
+	if !rt.maybeArmed(now) {
+		return 0, false
+	}
+	return max(at-now, 0), true
 }
 
 // maybeArmed reports whether the program may have allocated enough since
 // the last release to make another. A reading that says so is believed
-// until the release; one that does not is taken again, so that a loop
-// that allocates nothing is not woken for a release.
-func (rt *Runtime) maybeArmed() bool {
+// until the release. One that does not is taken again, but at most once
+// an armRecheck: a reading costs a few hundred nanoseconds (the runtime
+// sums its per-P heap statistics), and goroutines that bounce work
+// between them ask at every wait, hundreds of times a millisecond. Until
+// it is taken again, the answer is the last reading's: maybe, if the
+// program allocated since its reading before (its last wait before a
+// quiet stretch is then bounded, and the step at the quiet period's end
+// finds out), and no if it did not, so that a loop that allocates nothing
+// is not woken for a release. A program that starts allocating within
+// armRecheck of such a reading, crosses the release's threshold and goes
+// quiet in that time misses the release of that gap.
+func (rt *Runtime) maybeArmed(now time.Duration) bool {
 	if rt.armed.Load() {
 		return true
+	}
+	if now < time.Duration(rt.recheck.Load()) {
+		return rt.allocating.Load()
 	}
 	if !rt.mu.TryLock() {
 		return true // another loop is stepping: ask again after the wait
 	}
 	defer rt.mu.Unlock()
 	rt.env.read(&rt.r)
-	rt.observe(rt.env.now())
-	return rt.armed.Load()
+	rt.observe(now)
+	rt.allocating.Store(rt.r.allocs != rt.armAllocs)
+	rt.armAllocs = rt.r.allocs
+	rt.recheck.Store(int64(now + armRecheck))
+	return rt.armed.Load() || rt.allocating.Load()
 }
+
+// armRecheck is how long maybeArmed believes a reading that says the
+// program has not allocated enough for a release.
+const armRecheck = time.Millisecond
 
 // clean marks every loop as looked at by a quiet step.
 func (rt *Runtime) clean() {

@@ -126,6 +126,51 @@ func TestQuietWithoutAllocationWakesNobody(t *testing.T) {
 	assert.Zero(t, w.spawnCount+w.gcs+w.starts)
 }
 
+func TestNextStepReadsTheHeapOnceARecheck(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(20*ms))
+	l := rt.Loop()
+	// Two goroutines bouncing a byte: a wait every 10 µs, each asking
+	// NextStep, and a few bytes allocated a wait: less than a release's
+	// worth in all.
+	reads := w.reads
+	for range 1000 {
+		w.t += 10 * time.Microsecond
+		l.Waited(0, true)
+		w.alloc(24)
+		_, ok := l.NextStep()
+		require.True(t, ok, "the program allocates: maybe a release")
+	}
+	assert.LessOrEqual(t, w.reads-reads, 11, "heap readings in 10 ms: more than one a millisecond")
+
+	// It goes quiet: the step at the quiet period's end reads the heap,
+	// finds too little garbage for a release, and nobody is woken again.
+	d, ok := l.NextStep()
+	require.True(t, ok)
+	w.t += d
+	l.Waited(d, false)
+	assert.False(t, l.Step(ms))
+	assert.Zero(t, w.spawnCount, "a release of 24 KB")
+	_, ok = l.NextStep()
+	assert.False(t, ok, "a second wakeup in one quiet stretch")
+}
+
+func TestNextStepSeesAllocationAfterTheRecheck(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(20*ms))
+	l := rt.Loop()
+	serve(w, l, 100, 20*time.Microsecond, 0) // nothing allocated
+	_, ok := l.NextStep()
+	require.False(t, ok)
+	// Then a burst that allocates a release's worth, longer than a
+	// recheck: its last wait is bounded by the release.
+	for range 100 {
+		w.t += 20 * time.Microsecond
+		l.Waited(20*time.Microsecond, true)
+		w.alloc(8 * kib)
+	}
+	_, ok = l.NextStep()
+	assert.True(t, ok, "no release after 800 KiB of garbage")
+}
+
 func TestQuietPeriodAdaptsToTheLoopsGaps(t *testing.T) {
 	w, rt := newTest(t, WithReleaseDelay(20*ms))
 	l := rt.Loop()

@@ -78,6 +78,7 @@ type Runtime struct {
 	activityAt     time.Duration // when allocation was last seen
 	releasedAllocs uint64        // allocs at the last release to the OS
 	releasing      bool          // a release runs on its goroutine
+	armAllocs      uint64        // allocs at maybeArmed's last reading
 
 	stats Stats
 
@@ -88,8 +89,13 @@ type Runtime struct {
 	closed  atomic.Bool
 	est     atomic.Int64 // the current cost estimate, ns
 	armed   atomic.Bool  // allocated enough since the last release to make another
-	delayed atomic.Uint64
-	delayNS atomic.Int64
+	// recheck is when maybeArmed reads the heap again (ns, env.now), and
+	// allocating whether its last reading saw the program allocate: see
+	// maybeArmed.
+	recheck    atomic.Int64
+	allocating atomic.Bool
+	delayed    atomic.Uint64
+	delayNS    atomic.Int64
 
 	loops atomic.Pointer[[]*Loop] // every handle, self first; copied on change
 	self  *Loop                   // the handle of callers that use the Runtime directly
@@ -188,6 +194,7 @@ func newRuntime(e env, opts ...Option) *Runtime {
 	rt.activityAllocs = rt.r.allocs
 	rt.activityAt = now
 	rt.releasedAllocs = rt.r.allocs
+	rt.armAllocs = rt.r.allocs
 	rt.stats.LiveAfterCycle = rt.r.live
 	rt.tokens = rt.capacity()
 	rt.tokensAt = now
