@@ -33,33 +33,31 @@ type alarm struct {
 	d  *idler
 	ds gcstep.Deferred
 
-	// epoch is the origin of at; at is when the timer fires, in
-	// nanoseconds since epoch, or 0 when it is not armed. It is written
-	// with mu held and read without.
-	epoch time.Time
-	at    atomic.Int64
+	// at is when the timer fires, in nanoseconds since d.epoch, or 0 when
+	// it is not armed. It is written with mu held and read without.
+	at atomic.Int64
 
 	mu sync.Mutex  // serialises arming and the timer's bookkeeping
 	t  *time.Timer // nil until first armed; runs fire
 }
 
 func newAlarm(d *idler, ds gcstep.Deferred) *alarm {
-	return &alarm{d: d, ds: ds, epoch: time.Now()}
+	return &alarm{d: d, ds: ds}
 }
 
 // arm makes sure the alarm fires within next (positive) from now. It
 // leaves a timer that fires sooner as it is: that one asks again.
 func (a *alarm) arm(next time.Duration) {
-	now := time.Since(a.epoch)
-	at := int64(now + next)
+	now := a.d.since(time.Now())
+	at := now + int64(next)
 	// A timer due in the past has fired, or is about to: it may be past
 	// the point where it would see this wait's need, so arm anew.
-	if cur := a.at.Load(); cur > int64(now) && cur <= at {
+	if cur := a.at.Load(); cur > now && cur <= at {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if cur := a.at.Load(); cur > int64(now) && cur <= at {
+	if cur := a.at.Load(); cur > now && cur <= at {
 		return
 	}
 	a.at.Store(at)
@@ -70,10 +68,14 @@ func (a *alarm) arm(next time.Duration) {
 	}
 }
 
+// pending reports whether the alarm is armed to fire after now (in
+// nanoseconds since a.d.epoch).
+func (a *alarm) pending(now int64) bool { return a.at.Load() > now }
+
 // fire runs on the timer's goroutine.
 func (a *alarm) fire() {
 	a.mu.Lock()
-	if int64(time.Since(a.epoch)) >= a.at.Load() {
+	if !a.pending(a.d.since(time.Now())) {
 		a.at.Store(0) // not re-armed meanwhile for later
 	}
 	a.mu.Unlock()

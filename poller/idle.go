@@ -1,6 +1,7 @@
 package poller
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/idlemux/idlemux/gcstep"
@@ -21,6 +22,28 @@ type idler struct {
 	// lullRests makes a Lull that says no clear *mayStep, as a step
 	// reporting no more does (a Mux: see its type's comment).
 	lullRests bool
+
+	// epoch is the origin of the times below, in nanoseconds: when a wait
+	// last asked NextStep while the alarm was pending (see deferred), and
+	// when a wait during which another goroutine took the lock was last
+	// reported (see block); 0: never.
+	epoch   time.Time
+	askedAt atomic.Int64
+	busyAt  atomic.Int64
+}
+
+// since is the time from d.epoch to t, in nanoseconds.
+func (d *idler) since(t time.Time) int64 { return int64(t.Sub(d.epoch)) }
+
+// once reports whether at least one budget passed between the time in
+// last and now, or last is 0, and if so stores now in last. Goroutines
+// that race may both pass: it thins a stream of calls out, no more.
+func (d *idler) once(last *atomic.Int64, now int64) bool {
+	if l := last.Load(); l != 0 && now-l < int64(d.budget) {
+		return false
+	}
+	last.Store(now)
+	return true
 }
 
 // wait waits up to timeout (negative: indefinitely; zero: one poll that
@@ -156,11 +179,19 @@ func (d *idler) stepped(took time.Duration, work bool) {
 // It reports the wait to make and whether it was shortened for that work.
 // A wait is never shortened below one step budget, so work that is due but
 // cannot be done now cannot make the caller spin. With an alarm, it arms
-// the alarm for that work instead and leaves the wait as it is.
+// the alarm for that work instead and leaves the wait as it is; while the
+// alarm is pending, only one wait a budget asks NextStep (the alarm asks
+// again when it fires), so work that falls due sooner than the alarm
+// fires is done at most about a budget late.
 func (d *idler) deferred(timeout time.Duration) (time.Duration, bool) {
 	ds, ok := d.stepper.(gcstep.Deferred)
 	if !ok || d.lock != nil && d.lock.Contended() {
 		return timeout, false
+	}
+	if d.alarm != nil {
+		if now := d.since(time.Now()); d.alarm.pending(now) && !d.once(&d.askedAt, now) {
+			return timeout, false
+		}
 	}
 	next, ok := ds.NextStep()
 	if !ok {
@@ -206,7 +237,11 @@ func (d *idler) zero(poll waitFunc) (int, error) {
 // (two goroutines of a Mux bouncing requests each spend most of their
 // time blocked, yet the program is never idle). The lock cannot say how
 // long the others held it, so such a wait counts for nothing rather
-// than for a guess.
+// than for a guess. And only one such wait a budget is reported: they
+// come hundreds a millisecond, each would tell the stepper what the one
+// before told it (work, no idle time), and each report writes the
+// stepper's state from whichever thread the goroutine runs on, which
+// the goroutines bouncing work pay for at every wait (bench/README.md).
 func (d *idler) block(timeout time.Duration, poll waitFunc) (n int, err error) {
 	d.c.blockingPolls.Add(1)
 	// report hands the idle time to the stepper, if it observes it.
@@ -233,6 +268,9 @@ func (d *idler) block(timeout time.Duration, poll waitFunc) (n int, err error) {
 		}
 		idle := blocked
 		if d.lock != nil && d.lock.Acquisitions() != acquired {
+			if !d.once(&d.busyAt, d.since(start.Add(blocked))) {
+				return
+			}
 			idle = 0
 		}
 		report(idle, n != 0 || err != nil)

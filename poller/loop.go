@@ -101,7 +101,7 @@ func NewLoop(opts ...Option) (*Loop, error) {
 		regs:    make(map[int]*registration),
 		mayStep: true,
 	}
-	l.idle = idler{lock: cfg.lock, stepper: cfg.stepper, budget: cfg.budget, c: &l.c}
+	l.idle = idler{lock: cfg.lock, stepper: cfg.stepper, budget: cfg.budget, c: &l.c, epoch: time.Now()}
 	l.pollFn = l.poll
 	be, err := newBackend(cfg.backend, &l.c)
 	if err != nil {

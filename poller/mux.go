@@ -60,7 +60,7 @@ func New(opts ...Option) *Mux {
 		panic(backendError("New", cfg.backend))
 	}
 	m := &Mux{backend: cfg.backend, epoch: time.Now()}
-	m.idle = idler{lock: cfg.lock, stepper: cfg.stepper, budget: cfg.budget, c: &m.c, lullRests: true}
+	m.idle = idler{lock: cfg.lock, stepper: cfg.stepper, budget: cfg.budget, c: &m.c, lullRests: true, epoch: m.epoch}
 	if ds, ok := cfg.stepper.(gcstep.Deferred); ok && cfg.lock != nil {
 		m.idle.alarm = newAlarm(&m.idle, ds)
 	}
