@@ -23,9 +23,10 @@ type idler struct {
 	// reporting no more does (a Mux: see its type's comment).
 	lullRests bool
 
-	// epoch is the origin of the times below, in nanoseconds: when a wait
-	// last asked NextStep while the alarm was pending (see deferred), and
-	// when a wait during which another goroutine took the lock was last
+	// epoch is the origin of the times kept as nanoseconds since it (see
+	// since): the alarm's, a Mux's rest, and these two: when a wait last
+	// asked NextStep while the alarm was pending (see deferred), and when
+	// a wait during which another goroutine took the lock was last
 	// reported (see block); 0: never.
 	epoch   time.Time
 	askedAt atomic.Int64

@@ -42,10 +42,9 @@ type Mux struct {
 	c       counters
 	idle    idler
 
-	// epoch is when the Mux was made; restAt is the time (since epoch)
-	// from which calls offer the stepper work again, or 0 once a call has
-	// seen that time pass: see the type's comment and mayStep.
-	epoch  time.Time
+	// restAt is the time (since idle's epoch, when the Mux was made) from
+	// which calls offer the stepper work again, or 0 once a call has seen
+	// that time pass: see the type's comment and mayStep.
 	restAt atomic.Int64
 }
 
@@ -59,8 +58,8 @@ func New(opts ...Option) *Mux {
 	if !cfg.backend.available() {
 		panic(backendError("New", cfg.backend))
 	}
-	m := &Mux{backend: cfg.backend, epoch: time.Now()}
-	m.idle = idler{lock: cfg.lock, stepper: cfg.stepper, budget: cfg.budget, c: &m.c, lullRests: true, epoch: m.epoch}
+	m := &Mux{backend: cfg.backend}
+	m.idle = idler{lock: cfg.lock, stepper: cfg.stepper, budget: cfg.budget, c: &m.c, lullRests: true, epoch: time.Now()}
 	if ds, ok := cfg.stepper.(gcstep.Deferred); ok && cfg.lock != nil {
 		m.idle.alarm = newAlarm(&m.idle, ds)
 	}
@@ -80,7 +79,7 @@ func (m *Mux) mayStep() bool {
 	if rest == 0 {
 		return true
 	}
-	if int64(time.Since(m.epoch)) < rest {
+	if m.idle.since(time.Now()) < rest {
 		return false
 	}
 	m.restAt.CompareAndSwap(rest, 0) // a newer rest, stored meanwhile, stays
@@ -92,7 +91,7 @@ func (m *Mux) mayStep() bool {
 // offer none.
 func (m *Mux) stepped(offered, may bool) {
 	if offered && !may {
-		m.restAt.Store(int64(time.Since(m.epoch) + m.idle.budget))
+		m.restAt.Store(m.idle.since(time.Now()) + int64(m.idle.budget))
 	}
 }
 
