@@ -48,22 +48,11 @@ func TestAcquisitionsCountsEveryPath(t *testing.T) {
 
 	// A handoff: the releaser counts the waiter's acquisition before the
 	// waiter runs, so a count read right after Release already has it.
-	got := make(chan struct{})
-	proceed := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		l.Acquire()
-		close(got)
-		<-proceed
-		l.Release()
-	})
-	waitWaiters(t, l, 1)
+	w := queueWaiter(t, l)
 	l.Release()
 	want++
 	check("Release to a waiter")
-	recv(t, got)
-	close(proceed)
-	wg.Wait()
+	w.finish(t)
 	check("the waiter's Release")
 }
 

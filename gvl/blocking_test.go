@@ -33,22 +33,13 @@ func TestBlockingNobodyWaiting(t *testing.T) {
 func TestBlockingLetsWaiterIn(t *testing.T) {
 	l := gvl.New()
 	l.Acquire()
-	got := make(chan struct{})
-	proceed := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		l.Acquire()
-		close(got)
-		<-proceed
-		l.Release()
-	})
-	waitWaiters(t, l, 1)
+	w := queueWaiter(t, l)
 	l.Blocking(func() {
-		recv(t, got)
-		close(proceed)
+		recv(t, w.got)
+		close(w.proceed)
 	})
 	require.False(t, l.TryAcquire(), "lock not held after Blocking")
-	wg.Wait()
+	w.wg.Wait()
 	l.Release()
 }
 

@@ -130,22 +130,11 @@ func TestContendedWaiters(t *testing.T) {
 func TestReleaseHandsOver(t *testing.T) {
 	l := gvl.New()
 	l.Acquire()
-	got := make(chan struct{})
-	proceed := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		l.Acquire()
-		close(got)
-		<-proceed
-		l.Release()
-	})
-	waitWaiters(t, l, 1)
+	w := queueWaiter(t, l)
 	l.Release()
 	assert.Zero(t, l.Waiters(), "Waiters() right after Release")
 	require.False(t, l.TryAcquire(), "TryAcquire took a lock that was handed to a waiter")
-	recv(t, got)
-	close(proceed)
-	wg.Wait()
+	w.finish(t)
 	s := l.Stats()
 	assert.Equal(t, [3]uint64{1, 1, 2}, [3]uint64{s.Handoffs, s.Contended, s.Acquisitions},
 		"handoffs, contended, acquisitions in %+v", s)

@@ -1,6 +1,7 @@
 package gvl_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -45,4 +46,35 @@ func panicValue(fn func()) (v any) {
 	defer func() { v = recover() }()
 	fn()
 	return nil
+}
+
+// A heldWaiter is a goroutine that waits for a lock the test holds and,
+// once it has it, holds it until told to let go.
+type heldWaiter struct {
+	got     chan struct{} // closed once it has the lock
+	proceed chan struct{} // closed by the test: release the lock
+	wg      sync.WaitGroup
+}
+
+// queueWaiter starts a heldWaiter on l, which the caller holds, and
+// returns once it waits.
+func queueWaiter(tb testing.TB, l *gvl.Lock) *heldWaiter {
+	tb.Helper()
+	w := &heldWaiter{got: make(chan struct{}), proceed: make(chan struct{})}
+	w.wg.Go(func() {
+		l.Acquire()
+		close(w.got)
+		<-w.proceed
+		l.Release()
+	})
+	waitWaiters(tb, l, 1)
+	return w
+}
+
+// finish waits until w has the lock, lets it go and waits for w to end.
+func (w *heldWaiter) finish(tb testing.TB) {
+	tb.Helper()
+	recv(tb, w.got)
+	close(w.proceed)
+	w.wg.Wait()
 }
