@@ -15,6 +15,22 @@ import (
 	"github.com/idlemux/idlemux/poller"
 )
 
+// runOnceTimesOut runs l.RunOnce(timeout) under a signal storm
+// (underSignals) and checks that it found nothing, without an error, and
+// returned after the timeout, within slack of it.
+func runOnceTimesOut(t *testing.T, l *poller.Loop, timeout time.Duration) {
+	t.Helper()
+	var n int
+	var err error
+	start := time.Now()
+	underSignals(t, func() { n, err = l.RunOnce(timeout) })
+	elapsed := time.Since(start)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	assert.GreaterOrEqual(t, elapsed, timeout)
+	assert.Less(t, elapsed, timeout+slack)
+}
+
 // underSignals runs wait on a goroutine locked to its thread and sends that
 // thread SIGUSR1 every 200 µs until wait returns. Aiming at the thread (a
 // signal sent to the process may land on any thread) makes sure the
@@ -89,15 +105,7 @@ func TestEINTR(t *testing.T) {
 			// interrupted (TestLoopParkedUnderSignals).
 			l := newLoop(t, poller.WithBackend(b), poller.WithNetpoller(false))
 			require.NoError(t, l.Add(p.r, poller.Read, func(int, poller.Events) { t.Error("handler called") }))
-			var n int
-			var err error
-			start := time.Now()
-			underSignals(t, func() { n, err = l.RunOnce(timeout) })
-			elapsed := time.Since(start)
-			require.NoError(t, err)
-			assert.Zero(t, n)
-			assert.GreaterOrEqual(t, elapsed, timeout)
-			assert.Less(t, elapsed, timeout+slack)
+			runOnceTimesOut(t, l, timeout)
 			assert.NotZero(t, l.Stats().Restarts)
 		})
 		t.Run("ready-after-signals", func(t *testing.T) {
