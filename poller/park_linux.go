@@ -244,12 +244,9 @@ func (p *parker) add(fd int32, ev uint32) bool {
 	return true
 }
 
-// park waits, with the goroutine parked in the netpoller, until one of the
-// fds given to add is ready or timeout (nonzero; negative: none) passes,
-// and collects what is ready (see revents). It reports false if it could
-// not wait that way (an fd the kernel would not take); the caller then
-// waits on its thread. err is the collecting epoll_wait's, a raw errno.
-func (p *parker) park(c *counters, timeout time.Duration) (ok bool, err error) {
+// bound sets the read deadline of a wait of timeout (nonzero; negative:
+// none) on p's file, and clears one left by an earlier wait.
+func (p *parker) bound(timeout time.Duration) {
 	if timeout > 0 {
 		p.f.SetReadDeadline(time.Now().Add(timeout))
 		p.deadline = true
@@ -257,6 +254,15 @@ func (p *parker) park(c *counters, timeout time.Duration) (ok bool, err error) {
 		p.f.SetReadDeadline(time.Time{})
 		p.deadline = false
 	}
+}
+
+// park waits, with the goroutine parked in the netpoller, until one of the
+// fds given to add is ready or timeout (nonzero; negative: none) passes,
+// and collects what is ready (see revents). It reports false if it could
+// not wait that way (an fd the kernel would not take); the caller then
+// waits on its thread. err is the collecting epoll_wait's, a raw errno.
+func (p *parker) park(c *counters, timeout time.Duration) (ok bool, err error) {
+	p.bound(timeout)
 	p.c, p.err, p.armed, p.nev = c, nil, false, 0
 	defer func() { p.c = nil }()
 	// RawConn.Read calls arm once the netpoller has forgotten any earlier
@@ -482,13 +488,7 @@ func (lp *loopParker) wait(c *counters, timeout time.Duration) (int, parkResult,
 		return n, parkDone, err
 	}
 	p := lp.p
-	if timeout > 0 {
-		p.f.SetReadDeadline(time.Now().Add(timeout))
-		p.deadline = true
-	} else if p.deadline {
-		p.f.SetReadDeadline(time.Time{})
-		p.deadline = false
-	}
+	p.bound(timeout)
 	lp.c, lp.armed, lp.err = c, false, nil
 	rerr := p.rc.Read(lp.armFn)
 	lp.c = nil
