@@ -107,6 +107,12 @@ func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll 
 					break
 				}
 				more, took := d.step(budget)
+				if !more {
+					// Kept even when the poll below finds work: a
+					// Mux rests on it (a Loop sets it again when it
+					// dispatches).
+					*mayStep = false
+				}
 				n, err := d.zero(poll)
 				d.stepped(took, n != 0 || err != nil)
 				if n != 0 || err != nil {
@@ -114,7 +120,6 @@ func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll 
 				}
 				polled = true
 				if !more {
-					*mayStep = false
 					break
 				}
 			}
