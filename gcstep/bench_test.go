@@ -97,7 +97,7 @@ func BenchmarkStepCycle(b *testing.B) {
 		b.Run(fmt.Sprintf("live=%dMiB", mb), func(b *testing.B) {
 			defer debug.SetGCPercent(debug.SetGCPercent(-1)) // only the stepper collects
 			live := liveHeap(mb << 20)
-			rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1), WithLiveRatio(0))
+			rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(1e12)) // every MiB pays
 			defer rt.Close()
 			rt.Step(time.Hour)
 			before := rt.Stats()

@@ -18,7 +18,9 @@ type reading struct {
 	// objects is /memory/classes/heap/objects:bytes: live objects, the
 	// garbage made since the last cycle, and garbage not yet swept.
 	objects uint64
-	gogc    int // /gc/gogc:percent, -1 for off
+	gogc    int    // /gc/gogc:percent, -1 for off
+	total   uint64 // /memory/classes/total:bytes, all the runtime has mapped
+	free    uint64 // /memory/classes/heap/free:bytes, free and not yet returned to the OS
 }
 
 // A window is what happened to GOGC while a step had it lowered to start
@@ -51,6 +53,9 @@ type env struct {
 	// setGCPercent is debug.SetGCPercent, used to repair GOGC.
 	setGCPercent func(int) int
 	release      func() // return memory to the OS (debug.FreeOSMemory)
+	// faultProbe measures what faulting a page back in costs after it
+	// was returned to the OS (see probeFault).
+	faultProbe func() time.Duration
 	// spawn runs f on a goroutine of its own: the release, which must
 	// not hold the loop. The fake environment runs it when told.
 	spawn func(f func())
@@ -69,11 +74,12 @@ func realEnv() env {
 		gcCPU:        newCPUReader().read,
 		setGCPercent: debug.SetGCPercent,
 		release:      debug.FreeOSMemory,
+		faultProbe:   probeFault,
 		spawn:        func(f func()) { go f() },
 	}
 }
 
-// metricsReader reads the seven samples the policy uses into a slice it
+// metricsReader reads the nine samples the policy uses into a slice it
 // keeps, so a read allocates nothing. metrics.Read costs grow with the
 // number and kind of samples asked for (the heap counters need the per-P
 // statistics aggregated, once for all of them), so it asks for these and
@@ -92,6 +98,8 @@ func newMetricsReader() *metricsReader {
 		{Name: "/memory/classes/heap/released:bytes"},
 		{Name: "/memory/classes/heap/objects:bytes"},
 		{Name: "/gc/gogc:percent"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
 	}}
 }
 
@@ -104,25 +112,24 @@ func (m *metricsReader) read(r *reading) {
 	r.released = m.s[4].Value.Uint64()
 	r.objects = m.s[5].Value.Uint64()
 	r.gogc = int(int64(m.s[6].Value.Uint64())) // off reads as -1 in two's complement
+	r.total = m.s[7].Value.Uint64()
+	r.free = m.s[8].Value.Uint64()
 }
 
-// cpuReader reads the collector's CPU time. It is read only when a
-// background cycle starts and ends, not at every step.
+// cpuReader reads the collector's CPU time, all of it: marking on Ps that
+// had nothing else to do is CPU the machine spends too. It is read when a
+// cycle starts and ends, not at every step.
 type cpuReader struct {
 	s []metrics.Sample
 }
 
 func newCPUReader() *cpuReader {
-	return &cpuReader{s: []metrics.Sample{
-		{Name: "/cpu/classes/gc/total:cpu-seconds"},
-		{Name: "/cpu/classes/gc/mark/idle:cpu-seconds"},
-	}}
+	return &cpuReader{s: []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}}
 }
 
 func (c *cpuReader) read() time.Duration {
 	metrics.Read(c.s)
-	busy := c.s[0].Value.Float64() - c.s[1].Value.Float64()
-	return time.Duration(busy * float64(time.Second))
+	return time.Duration(c.s[0].Value.Float64() * float64(time.Second))
 }
 
 // inliner runs one whole cycle for a step, inline: it starts the cycle and

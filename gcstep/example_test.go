@@ -48,8 +48,9 @@ func ExampleChain() {
 var buffers [][]byte
 
 // With GOGC=off the program collects only when it is idle, as Shopify runs
-// Ruby's major GC out of band. A zero budget does no work and only reports
-// whether a cycle is due.
+// Ruby's major GC only out of band. A zero budget does no work and only
+// reports whether a cycle is due: garbage is collected once holding it
+// has cost about what a cycle costs, a few milliseconds for these 2 MiB.
 func ExampleRuntime_Step() {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	rt := gcstep.NewRuntime(gcstep.WithReleaseDelay(0))
@@ -60,6 +61,7 @@ func ExampleRuntime_Step() {
 		buffers = append(buffers, make([]byte, 32<<10)) // 2 MiB
 	}
 	buffers = nil
+	time.Sleep(100 * time.Millisecond) // idle, holding the garbage
 	fmt.Println("due:", rt.Step(0))
 	rt.Step(time.Second)
 	fmt.Println("due after a step:", rt.Step(0))

@@ -26,7 +26,15 @@ type world struct {
 	gogc                    int
 	spawned                 []func() // goroutines the Runtime started, not yet run
 	releaseCost, spawnCount int
-	reads                   int // heap readings taken
+	reads                   int           // heap readings taken
+	fault                   time.Duration // what the fault probe measures
+
+	// pacer, if not zero, is the program's GOGC, and the world collects
+	// on its own (pacerCycles) once the heap reaches its goal, as the
+	// runtime's pacer would. Zero: the goal is out of reach, as with
+	// GOGC=off, unless a test sets it.
+	pacer       int
+	pacerCycles int
 }
 
 // newWorld starts with the heap goal out of reach, as with GOGC=off, so
@@ -49,6 +57,7 @@ func (w *world) collected() {
 	w.r.cycles++
 	w.r.live = w.liveAfter
 	w.r.objects = w.liveAfter
+	w.goal()
 }
 
 func (w *world) env() env {
@@ -58,6 +67,9 @@ func (w *world) env() env {
 			w.reads++
 			*r = w.r
 			r.gogc = w.gogc
+			if r.total == 0 {
+				r.total = r.objects + r.free + 4*mib // stacks, metadata, ...
+			}
 		},
 		gc: func(time.Duration) window {
 			w.gcs++
@@ -68,6 +80,7 @@ func (w *world) env() env {
 			}
 			win.close(w.setGOGC(-1), nudgedGOGC)
 			w.t += w.gcCost
+			w.gcCPU += w.gcCost
 			if !w.unended {
 				w.collected()
 			}
@@ -107,6 +120,7 @@ func (w *world) env() env {
 			w.collected()
 			w.r.released += 3 << 20
 		},
+		faultProbe: func() time.Duration { return w.fault },
 		spawn: func(f func()) {
 			w.spawnCount++
 			w.spawned = append(w.spawned, f)
@@ -114,10 +128,30 @@ func (w *world) env() env {
 	}
 }
 
-// alloc pretends the program allocated n bytes.
+// alloc pretends the program allocated n bytes, in a microsecond. With a pacer, the heap
+// reaching its goal runs the runtime's own cycle.
 func (w *world) alloc(n uint64) {
+	w.t += time.Microsecond // allocating takes time: garbage is held from here
 	w.r.allocs += n
 	w.r.objects += n
+	if w.pacer > 0 && w.r.objects >= w.r.goal {
+		w.collected()
+		w.pacerCycles++
+	}
+}
+
+// setPacer gives the world a pacer at GOGC gogc: the heap goal follows the
+// live heap as the runtime's does (at least 4 MiB at GOGC=100).
+func (w *world) setPacer(gogc int) {
+	w.pacer = gogc
+	w.goal()
+}
+
+// goal sets the heap goal from the live heap, if the world has a pacer.
+func (w *world) goal() {
+	if w.pacer > 0 {
+		w.r.goal = max(w.r.live+w.r.live*uint64(w.pacer)/100, 4*mib*uint64(w.pacer)/100)
+	}
 }
 
 // run runs the goroutines the Runtime started.

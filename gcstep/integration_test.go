@@ -40,7 +40,7 @@ func TestRuntimeCollectsAfterAllocation(t *testing.T) {
 	// GOGC=off: the runtime would otherwise collect on its own, and no
 	// rule of the stepper may depend on the heap goal.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1))
+	rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1), eager)
 	defer rt.Close()
 	rt.Step(time.Hour) // start from a known state
 	before := rt.Stats()
@@ -56,7 +56,7 @@ func TestRuntimeCollectsAfterAllocation(t *testing.T) {
 }
 
 func TestRuntimeIdleRunsNoCycle(t *testing.T) {
-	rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1))
+	rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1), eager)
 	defer rt.Close()
 	garbage(2 << 20)
 	rt.Step(time.Hour) // collect what the test binary left behind
@@ -86,7 +86,7 @@ func TestRuntimeStepAllocatesNothing(t *testing.T) {
 func TestRuntimeBackgroundCycleRestoresGOGC(t *testing.T) {
 	old := debug.SetGCPercent(150)
 	defer debug.SetGCPercent(old)
-	rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1))
+	rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1), eager)
 	defer rt.Close()
 	garbage(2 << 20)
 	rt.Step(time.Nanosecond) // no estimate fits a nanosecond
@@ -170,7 +170,7 @@ func TestRuntimeStartsABackgroundCycleAndRestoresGOGCAtOnce(t *testing.T) {
 func TestRuntimeInlineCycleRestoresGOGC(t *testing.T) {
 	for _, percent := range []int{-1, 150} {
 		old := debug.SetGCPercent(percent)
-		rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1))
+		rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1), eager)
 		rt.Step(time.Hour) // start from a known state
 		before := rt.Stats().CyclesInline
 		cycles := gcCycles()

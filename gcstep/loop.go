@@ -10,10 +10,11 @@ import (
 // passes to its multiplexer (poller.WithStepper(rt.Loop())) when several
 // loops, each on its own goroutine and lock, share one Runtime. It keeps
 // what that loop reports (its idle gaps, its activity), so the Runtime
-// can tell each loop's lulls from its idleness:
+// can price what a cycle in that loop's idle moments delays, and tell
+// when the process is quiet:
 //
-//   - an inline cycle runs only from a loop whose own idle moments are
-//     predicted to cover it, and never in two loops at once;
+//   - an inline cycle is priced with the delay it imposes on this loop's
+//     next event, and never runs in two loops at once;
 //   - the process is quiet, and the gap is emptied, only once every
 //     loop has been quiet for its quiet period.
 //
@@ -34,44 +35,29 @@ type Loop struct {
 	quietFor time.Duration // the loop's quiet period, adapted to its gaps
 	budget   time.Duration // the last positive budget of the loop's steps, 0 before one
 
-	idleAcc, wallAcc float64       // decaying sums of idle and wall time
-	accAt            time.Duration // when they were last decayed
-
-	// strikes counts recent steps at least a gap long after which work
-	// was waiting, up to maxStrikes: each halves the cover the gaps give
-	// (see coversLocked); a step that long that delayed nothing takes one
-	// back, and a quiet stretch all.
-	strikes int
+	// stretches are the loop's recent quiet stretches: how long each
+	// lasted, from its last work to the next.
+	stretches [stretchWindow]time.Duration
+	nStretch  int
+	nextStr   int
 }
 
-// How a loop's idleness is predicted (see doc/policy.md).
+// How a loop's idleness is measured (see doc/policy.md).
 const (
 	// gapWindow is how many recent idle gaps (blocking waits that ended
 	// with work and were shorter than the quiet period) are kept.
 	gapWindow = 8
 	// minGaps is how many must be known before they are believed; until
-	// then no gap covers a cycle.
+	// then a step is priced as if the next event came at once.
 	minGaps = 4
-	// coverFactor is how much longer than the loop's median gap a
-	// cycle may be. A step that overruns the gap makes the work that
-	// arrives wait; a producer that does not wait for the loop (a pipe,
-	// a stream) absorbs a few gaps' worth, a client waiting for its
-	// reply does not.
-	coverFactor = 4
 	// quietFactor is how many times the loop's longest recent gap it
 	// must be quiet before it counts as quiet, and maxQuiet the longest
 	// quiet period that adapting may ask for.
 	quietFactor = 4
 	maxQuiet    = 250 * time.Millisecond
-	// bgShare is the share of recent time a loop must spend idle for a
-	// background cycle to start from one of its lulls, and
-	// shareHalfLife how fast that share forgets.
-	bgShare       = 0.9
-	shareHalfLife = 50 * time.Millisecond
-	// maxStrikes is how many delaying steps in a row stop inline cycles
-	// in a loop's lulls: coverFactor halved that many times is below one
-	// gap.
-	maxStrikes = 3
+	// stretchWindow is how many recent quiet stretches are kept to
+	// predict how long the next one lasts.
+	stretchWindow = 4
 )
 
 // Loop returns a new handle for one event loop sharing rt (see Loop).
@@ -123,94 +109,68 @@ func (l *Loop) Idled(d time.Duration) { l.rt.Idled(d) }
 
 // Waited implements LoopObserver: a blocking wait of the loop lasted d,
 // and ended with something ready (work) or timed out. It earns the CPU
-// cap, and tells the loop's gaps and activity.
+// cap, and tells the loop's gaps, quiet stretches and activity.
 func (l *Loop) Waited(d time.Duration, work bool) {
 	l.rt.Idled(d)
+	if !work {
+		l.mu.Lock()
+		l.observed = true
+		l.mu.Unlock()
+		return
+	}
 	now := l.rt.env.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.observed = true
-	if d >= l.quietPeriod() {
-		// A quiet stretch: the idle share of the activity that
-		// follows is measured afresh, or the first part of every
-		// burst would look idle.
-		l.idleAcc, l.wallAcc, l.accAt = 0, 0, 0
-		l.strikes = 0 // and the next activity is judged afresh
-	} else {
-		l.account(now, d)
-	}
-	if !work {
-		return
-	}
-	if d < l.quietPeriod() {
+	// A wait that ends a quiet stretch may be only its last part: the
+	// loop may have woken for a timer, or to empty the gap, in it.
+	switch q := l.quietPeriod(); {
+	case l.lastWork > 0 && now-l.lastWork >= q:
+		l.stretches[l.nextStr] = now - l.lastWork
+		l.nextStr = (l.nextStr + 1) % stretchWindow
+		l.nStretch = min(l.nStretch+1, stretchWindow)
+	case d < q:
 		l.gaps[l.nextGap] = d
 		l.nextGap = (l.nextGap + 1) % gapWindow
 		l.nGaps = min(l.nGaps+1, gapWindow)
 		l.quietFor = 0 // recomputed from the gaps
-	} else if d < 2*l.quietPeriod() {
-		// Quiet, but only just: work came back soon after the loop
-		// counted as quiet. Ask for a longer quiet next time.
-		l.quietFor = min(2*l.quietPeriod(), maxQuiet)
 	}
 	l.active(now)
 }
 
 // Stepped implements LoopObserver: a step of the loop took d, and work
-// was waiting after it or not.
+// was waiting after it or not. Work that waited is counted
+// (Stats.StepsDelayedWork) and is activity.
 func (l *Loop) Stepped(d time.Duration, work bool) {
-	if work {
-		l.rt.delayed.Add(1)
-		l.rt.delayNS.Add(int64(d))
+	if !work {
+		return
 	}
+	l.rt.delayed.Add(1)
+	l.rt.delayNS.Add(int64(d))
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if m := l.medianGapLocked(); m > 0 && d >= m {
-		// A step as long as a gap: the prediction that the lull covers
-		// it was tested.
-		if work {
-			l.strikes = min(l.strikes+1, maxStrikes)
-		} else {
-			l.strikes = max(l.strikes-1, 0)
-		}
-	}
-	if work {
-		l.observed = true
-		l.active(l.rt.env.now())
-	}
+	l.observed = true
+	l.active(l.rt.env.now())
 }
 
 // Lull implements LoopObserver. It is asked at the first idle moment
 // after the loop did work, which it also records as the end of that work.
-// It reports true when a cycle could run inline in the loop's gaps (its
-// estimate fits the budget of the loop's last step, and the gaps cover it
-// or the loop consumes streams), or start in the background because the
-// loop is idle most of the time: otherwise a step would decline, and the
-// loop had better block at once than poll again to take it.
+// It reports true when a cycle may be due: the last decision's garbage
+// is expected to have piled up by now at the program's allocation rate,
+// or that decision is old. Otherwise a step would decline, and the loop
+// had better block at once than poll again to take it.
 func (l *Loop) Lull() bool {
 	rt := l.rt
 	now := rt.env.now()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.observed = true
 	l.active(now)
-	if l.closed || rt.closed.Load() {
+	closed := l.closed
+	l.mu.Unlock()
+	if closed || rt.closed.Load() {
 		return false
 	}
-	// The estimate of the last look first: relaxing only lowers it, so
-	// if that one runs inline, so does the estimate now, and Lull takes
-	// no lock of the Runtime's and computes no relaxation.
-	if l.inlineLocked(time.Duration(rt.est.Load())) || l.inlineLocked(rt.estimate(now)) {
-		return true
-	}
-	return rt.cfg.background && l.idleShareLocked(now) >= bgShare
-}
-
-// inlineLocked reports whether a cycle estimated at est could run inline
-// at this loop's idle moment: it fits the budget of the loop's last step,
-// and the loop consumes streams or its gaps cover it. l.mu must be held.
-func (l *Loop) inlineLocked(est time.Duration) bool {
-	fits := l.budget == 0 || float64(est) <= planFactor*float64(l.budget)
-	return fits && (l.rt.cfg.streams || l.coversLocked(est))
+	return now >= time.Duration(rt.dueAt.Load())
 }
 
 // active records work at now. l.mu must be held.
@@ -219,71 +179,46 @@ func (l *Loop) active(now time.Duration) {
 	l.dirty = true
 }
 
-// account adds a wait of d ending at now to the loop's idle share.
-// l.mu must be held.
-func (l *Loop) account(now, d time.Duration) {
-	if l.accAt != 0 {
-		decay := exp2(-float64(now-l.accAt) / float64(shareHalfLife))
-		l.idleAcc *= decay
-		l.wallAcc *= decay
-		l.wallAcc += float64(now - l.accAt)
-	} else {
-		l.wallAcc += float64(d) // the first wait: nothing to measure from
-	}
-	l.idleAcc += float64(d)
-	l.accAt = now
-}
-
-// covers reports whether the loop's idle moments are predicted to cover a
-// cycle that costs est.
-func (l *Loop) covers(est time.Duration) bool {
+// expectedDelay is how long the loop's next event is expected to wait
+// behind a step that holds the loop for d: the mean, over its recent
+// gaps, of what d overruns each. While fewer than minGaps are known,
+// the whole of d. A caller that reports nothing delays nothing the
+// Runtime can see.
+func (l *Loop) expectedDelay(d time.Duration) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.coversLocked(est)
-}
-
-func (l *Loop) coversLocked(est time.Duration) bool {
 	if !l.observed {
-		return true // a caller that reports nothing: its own loop decides
-	}
-	m := l.medianGapLocked()
-	if m == 0 {
-		return false // not known yet
-	}
-	return coverFactor*m>>l.strikes >= est
-}
-
-// medianGapLocked is the median of the loop's recent gaps, 0 while fewer
-// than minGaps are known. l.mu must be held.
-func (l *Loop) medianGapLocked() time.Duration {
-	if l.nGaps < minGaps {
 		return 0
 	}
-	g := l.gaps
-	s := g[:l.nGaps]
-	slices.Sort(s)
-	return s[len(s)/2]
+	if l.nGaps < minGaps {
+		return d
+	}
+	var sum time.Duration
+	for _, g := range l.gaps[:l.nGaps] {
+		sum += max(d-g, 0)
+	}
+	return sum / time.Duration(l.nGaps)
 }
 
-// idleShare is the share of the recent past the loop spent idle; 1 for a
-// loop that reports nothing.
-func (l *Loop) idleShare(now time.Duration) float64 {
+// lastBudget is the budget of the loop's last step that had one.
+func (l *Loop) lastBudget() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.idleShareLocked(now)
+	return l.budget
 }
 
-func (l *Loop) idleShareLocked(now time.Duration) float64 {
-	if !l.observed {
-		return 1
+// expectedStretch is how long the loop's quiet stretches have lasted
+// lately (their median), and false if none is known.
+func (l *Loop) expectedStretch() (time.Duration, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.nStretch == 0 {
+		return 0, false
 	}
-	if l.accAt == 0 {
-		return 0 // nothing measured since the last quiet stretch
-	}
-	decay := exp2(-float64(now-l.accAt) / float64(shareHalfLife))
-	idle := l.idleAcc * decay
-	wall := l.wallAcc*decay + float64(now-l.accAt)
-	return idle / wall
+	s := l.stretches
+	k := s[:l.nStretch]
+	slices.Sort(k)
+	return k[len(k)/2], true
 }
 
 // quietPeriod is how long the loop must do nothing to count as quiet:
@@ -350,6 +285,7 @@ func (l *Loop) NextStep() (time.Duration, bool) {
 	if !rt.maybeArmed(now) {
 		return 0, false
 	}
+	at = max(at, time.Duration(rt.retryAt.Load()))
 	return max(at-now, 0), true
 }
 

@@ -15,8 +15,8 @@ type Option func(*config)
 
 // config holds the policy's knobs; the Options document each default.
 type config struct {
-	minGarbage   uint64        // collect once at least this many bytes were allocated since the last cycle...
-	liveRatio    float64       // ...and at least this fraction of the live heap
+	minGarbage   uint64        // never collect less garbage than this, nor release less memory
+	exchange     float64       // CPU a second worth holding the whole footprint lower for that second
 	cpuCap       float64       // share of idle time (wall time if none is reported) idle collection may use
 	capWindow    time.Duration // the cap is a token bucket holding cpuCap*capWindow
 	background   bool          // may start cycles that do not fit the budget
@@ -27,7 +27,7 @@ type config struct {
 func defaults() config {
 	return config{
 		minGarbage: DefaultMinGarbage,
-		liveRatio:  DefaultLiveRatio,
+		exchange:   DefaultExchangeRate,
 		cpuCap:     DefaultCPUCap,
 		// The bucket holds what 100 ms of idle time earns: a loop that
 		// is seldom idle spends only that much before its idle time
@@ -41,19 +41,19 @@ func defaults() config {
 // Defaults of the policy; the Option that changes each one says why, and
 // doc/policy.md has the measurements behind each.
 const (
-	DefaultMinGarbage   = 384 << 10
-	DefaultLiveRatio    = 0.5
+	DefaultMinGarbage   = 256 << 10
+	DefaultExchangeRate = 0.3
 	DefaultCPUCap       = 0.3
 	DefaultReleaseDelay = 20 * time.Millisecond
 )
 
-// WithMinGarbage sets how many bytes the program must have allocated since
-// the last collection before an idle step collects again. Default
-// DefaultMinGarbage (384 KiB): the knee of the urandom demo's curve of
-// peak RSS against cycles run; below it every cycle's fixed cost buys
-// less and less memory. It is also what re-arms the stepper: a program
-// that allocates nothing never reaches it, so it runs no cycle however
-// often Step is called. It panics if n is zero.
+// WithMinGarbage sets the least garbage, in bytes, that a cycle collects
+// and the least free memory a release returns: below it a cycle's fixed
+// cost buys nothing worth having, whatever the prices say. It is also
+// what re-arms the stepper: a program that allocates nothing never
+// reaches it, so it runs no cycle however often Step is called. Default
+// DefaultMinGarbage (256 KiB, the knee of the urandom demo's curve of
+// peak RSS against cycles run). It panics if n is zero.
 func WithMinGarbage(n uint64) Option {
 	return func(c *config) {
 		if n == 0 {
@@ -63,19 +63,23 @@ func WithMinGarbage(n uint64) Option {
 	}
 }
 
-// WithLiveRatio sets how much garbage, as a fraction of the live heap,
-// makes an idle collection worth its cost; the larger of this and the
-// WithMinGarbage threshold applies. Default DefaultLiveRatio (0.5):
-// marking costs time in proportion to the live heap, so asking for garbage
-// in proportion to it bounds the time paid per byte freed. The rule does
-// not use the heap goal, so it works with GOGC=off and under a memory
-// limit. It panics if r is negative, NaN or infinite.
-func WithLiveRatio(r float64) Option {
+// WithExchangeRate sets the price of memory in CPU: holding the
+// process's footprint (what the runtime has mapped and not returned to
+// the OS) lower by a share s for a second is worth x·s seconds of CPU.
+// With the default, DefaultExchangeRate (0.3), holding it 10 % lower is
+// worth 3 % of one CPU. Every decision of the Runtime weighs memory at
+// this rate against the CPU and the delay an action costs (see Runtime
+// and doc/policy.md): higher collects more often and releases sooner,
+// lower leaves more to the runtime's pacer. The default was chosen on
+// the workloads of bench/footprint's frontier: streams paced by their
+// producer, request/response bursts, and a loop that is seldom idle. It
+// panics if x is not positive and finite.
+func WithExchangeRate(x float64) Option {
 	return func(c *config) {
-		if !(r >= 0) || math.IsInf(r, 1) {
-			panic(fmt.Sprintf("gcstep: WithLiveRatio(%v): ratio must be finite and >= 0", r))
+		if !(x > 0) || math.IsInf(x, 1) {
+			panic(fmt.Sprintf("gcstep: WithExchangeRate(%v): rate must be positive and finite", x))
 		}
-		c.liveRatio = r
+		c.exchange = x
 	}
 }
 
@@ -132,16 +136,15 @@ func WithReleaseDelay(d time.Duration) Option {
 	}
 }
 
-// WithStreams says whether inline cycles may run in lulls too short for
-// them (the CPU cap still bounds them, see WithCPUCap). Right for a
-// loop that consumes streams whose producers do not wait for it (a pipe,
-// a file or media transfer, a log shipper): a cycle makes their data wait
-// in a kernel buffer for a moment, and the loop catches up; the urandom demo keeps its peak RSS at 0.6 times the plain loop's
-// that way. Wrong for a server whose clients wait for each reply: every
-// such cycle is added to a reply's latency. The loop cannot tell the two
-// apart (see doc/policy.md), so the default is false: inline cycles run
-// only where the loop's own recent gaps cover them, and the rest of the
-// garbage waits for the runtime's pacer or for the next quiet stretch.
+// WithStreams says that the loop consumes streams whose producers do
+// not wait for it (a pipe, a file or media transfer, a log shipper): a
+// cycle that holds the loop makes their data wait in a kernel buffer for
+// a moment, and the loop catches up, so the delay an inline cycle
+// imposes is priced at nothing. Default false: the delay is priced from
+// the loop's own recent gaps, as the wait of the next event behind the
+// cycle, which is right for a server whose clients wait for each reply
+// and costs a stream little (its cycles still run, in the background
+// where an inline one would delay too much).
 func WithStreams(on bool) Option {
 	return func(c *config) { c.streams = on }
 }

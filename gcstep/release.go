@@ -49,15 +49,24 @@ func (rt *Runtime) quietSince() time.Duration {
 }
 
 // emptyGap empties the gap once per quiet stretch: if the program
-// allocated enough since the last release, it starts the release (a
-// cycle, then the freed memory returned to the OS) on a goroutine of its
-// own, charged to the CPU cap. rt.mu must be held.
+// allocated enough since the last release and the release pays (see
+// releasePays), it starts the release (a cycle, then the freed memory
+// returned to the OS) on a goroutine of its own, charged to the CPU cap.
+// A release that does not pay yet is priced again once the stretch has
+// lasted twice as long. rt.mu must be held.
 func (rt *Runtime) emptyGap(budget, now time.Duration) (more bool) {
-	if rt.releasing {
+	if rt.releasing || now < time.Duration(rt.retryAt.Load()) {
 		return false
 	}
 	if !rt.armed.Load() {
 		rt.clean() // nothing to empty: the loops need not wake for it
+		return false
+	}
+	if !rt.releasePays(now) {
+		if budget > 0 {
+			rt.stats.DeclinedRelease++
+			rt.retryAt.Store(int64(now + max(now-rt.quietSince(), rt.cfg.releaseDelay)))
+		}
 		return false
 	}
 	rt.refill(now)
@@ -89,6 +98,7 @@ func (rt *Runtime) emptyGap(budget, now time.Duration) (more bool) {
 		defer rt.mu.Unlock()
 		rt.releasing = false
 		rt.charge(end - start - need)
+		rt.p.release.add(max(end-start, 1))
 		rt.env.read(&rt.r)
 		rt.prevAllocs = rt.r.allocs     // the release's cycle ended just now
 		rt.releasedAllocs = rt.r.allocs // what the release allocated is not the program's
@@ -104,9 +114,37 @@ func (rt *Runtime) emptyGap(budget, now time.Duration) (more bool) {
 	return false
 }
 
-// releaseEstimate is what a release is expected to cost: a cycle and
-// about as much again to return the pages.
+// expectedQuiet is how much longer the quiet stretch that began at the
+// loops' last work is expected to last at now: what the loops' recent
+// stretches (the longest of their medians) leave of it, and at least as
+// long again as it has lasted (a stretch that outlived the usual one is
+// a longer kind). Before any stretch is known, a second.
+func (rt *Runtime) expectedQuiet(now time.Duration) time.Duration {
+	elapsed := max(now-rt.quietSince(), 0)
+	var typical time.Duration
+	known := false
+	for _, l := range *rt.loops.Load() {
+		if s, ok := l.expectedStretch(); ok {
+			typical, known = max(typical, s), true
+		}
+	}
+	if !known {
+		return max(firstQuiet-elapsed, elapsed)
+	}
+	return max(typical-elapsed, elapsed)
+}
+
+// firstQuiet is how long the first quiet stretch is expected to last,
+// before any was measured.
+const firstQuiet = time.Second
+
+// releaseEstimate is what a release is expected to cost: what the last
+// ones took, or before one a cycle and about as much again to return the
+// pages.
 func (rt *Runtime) releaseEstimate(now time.Duration) time.Duration {
+	if d := rt.p.release.get(); d > 0 {
+		return d
+	}
 	return 2 * rt.cost.estimate(rt.r.live, now)
 }
 
@@ -121,7 +159,8 @@ func (rt *Runtime) legacyNextStep() (time.Duration, bool) {
 	if !rt.armed.Load() || rt.releasing {
 		return 0, false
 	}
-	return max(rt.activityAt+rt.cfg.releaseDelay-rt.env.now(), 0), true
+	at := max(rt.activityAt+rt.cfg.releaseDelay, time.Duration(rt.retryAt.Load()))
+	return max(at-rt.env.now(), 0), true
 }
 
 func exp2(x float64) float64 { return math.Exp2(x) }

@@ -1,7 +1,6 @@
 package gcstep
 
 import (
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,29 +8,28 @@ import (
 
 // Runtime is a Stepper over the Go runtime's collector. Go has no API for
 // a partial cycle, so each step decides whether a whole cycle is worth
-// running now, and how. In short (the design and the measurements behind
+// running now, and how. In short (the model and the measurements behind
 // every default are in doc/policy.md):
 //
 //   - It decides from runtime/metrics (no allocation, no stop-the-world);
 //     runtime.ReadMemStats is never called.
-//   - Inside activity it collects only when garbage passes a threshold
-//     (WithMinGarbage, WithLiveRatio) and the idle moment at hand is
-//     predicted to cover the cycle: the caller's recent idle gaps, which
-//     a LoopObserver caller reports, must be long enough for the
-//     estimated cost (any lull will do for a loop that consumes streams,
-//     see WithStreams), and the cost must fit the step's budget. Otherwise
-//     it may start a cycle for the runtime to run concurrently, when the
-//     caller is idle most of the time, or it leaves the work to the
-//     runtime's pacer. It never waits for more garbage than 70 % of the
-//     pacer's runway (heap goal minus live heap), where the runtime may
-//     start its own cycle: past that, the step's would buy little.
+//   - It prices what it may do at each idle moment and takes the
+//     cheapest: a cycle inline (its collector CPU, and the delay it
+//     imposes on the loop's next event, predicted from the loop's recent
+//     gaps), a cycle started for the runtime to run concurrently (its
+//     CPU, and the garbage it cannot collect while it marks), or nothing,
+//     leaving the cycle to the runtime's pacer at the heap goal. Memory
+//     is priced against CPU at one exchange rate (WithExchangeRate); the
+//     garbage at which a cycle pays follows from its price and the
+//     program's allocation rate. With GOGC=off the pacer never collects,
+//     so the Runtime's cycles keep the heap bounded.
 //   - Once every loop using it has been quiet for a quiet period (see
 //     WithReleaseDelay), it collects what the activity left and returns
 //     the memory to the operating system, once per quiet stretch, on a
-//     goroutine of its own so that no step holds its caller for it.
+//     goroutine of its own, if the memory freed for the rest of the
+//     stretch is worth the release and the page faults that bring it
+//     back (measured on this machine).
 //   - All of it draws on a CPU cap earned from idle time (WithCPUCap).
-//     When the cap runs short the garbage threshold rises, so the
-//     stepper collects less often rather than not at all.
 //   - Only allocation re-arms it: a program that allocates nothing gets
 //     no cycle however often it steps.
 //
@@ -60,10 +58,9 @@ type Runtime struct {
 
 	tokens   time.Duration // CPU-cap bucket: collection time still allowed
 	tokensAt time.Duration // when tokens was last refilled
-	scale    float64       // threshold multiplier >= 1, raised while the cap runs short
-	scaledAt uint64        // allocs when scale was last raised
 
-	cost costModel
+	cost costModel // wall time of an inline cycle
+	p    prices    // everything else the decision weighs
 
 	bg struct { // a cycle started for the runtime to run
 		pending bool
@@ -71,6 +68,8 @@ type Runtime struct {
 		cpu     time.Duration // env.gcCPU when it started
 		charge  time.Duration // what it was charged in advance
 		at      time.Duration // when it started
+		live    uint64        // the live heap then
+		inline  bool          // an inline cycle that outlived its step
 	}
 	trap trap
 
@@ -88,6 +87,8 @@ type Runtime struct {
 	idleFed atomic.Bool  // any idle time was ever reported
 	closed  atomic.Bool
 	est     atomic.Int64 // the current cost estimate, ns
+	dueAt   atomic.Int64 // Lull's answer is no before this time (env.now, ns)
+	retryAt atomic.Int64 // a release declined: it is priced again at this time (env.now, ns)
 	armed   atomic.Bool  // allocated enough since the last release to make another
 	// recheck is when maybeArmed reads the heap again (ns, env.now), and
 	// allocating whether its last reading saw the program allocate: see
@@ -108,16 +109,20 @@ type Stats struct {
 	Steps            uint64 // calls to Step, including those that did nothing
 	CyclesInline     uint64 // cycles run inside Step (see inliner)
 	CyclesBackground uint64 // cycles started for the runtime to run concurrently
-	DeclinedBudget   uint64 // cycles due but not run: too costly for the budget, background off
-	DeclinedCap      uint64 // cycles due but not run: the CPU cap was spent
-	DeclinedLull     uint64 // cycles due but not run: a lull, too short for the cycle
-	// DeclinedPacer counts cycles due but not run because the runtime's
-	// own cycle was near: the garbage threshold, raised by a short CPU
-	// cap or set high, was past 70 % of the pacer's runway (heap goal
-	// minus live heap), where the runtime may start its own cycle.
+	// DeclinedBudget counts idle moments with garbage to collect at
+	// which no cycle could run: an inline one would not fit the budget
+	// and background cycles are off (WithBackground).
+	DeclinedBudget uint64
+	DeclinedCap    uint64 // cycles due but not run: the CPU cap was spent
+	// DeclinedPacer counts idle moments at which the runtime's own
+	// cycle at the heap goal was priced cheaper than any of the
+	// stepper's, or would come first.
 	DeclinedPacer uint64
-	StepTime      time.Duration // wall time spent inside Step
-	CycleTime     time.Duration // of which in inline cycles
+	// DeclinedRelease counts quiet stretches in which returning memory
+	// to the operating system was priced dearer than keeping it.
+	DeclinedRelease uint64
+	StepTime        time.Duration // wall time spent inside Step
+	CycleTime       time.Duration // of which in inline cycles
 
 	// Overruns counts steps that took longer than their budget (an
 	// inline cycle dearer than estimated: a mark phase cannot be cut
@@ -132,13 +137,9 @@ type Stats struct {
 	DelayedWorkTime  time.Duration
 
 	// Charged is the time charged against the CPU cap: the wall time of
-	// inline cycles and releases, and the collector's CPU time (marking
-	// on idle Ps excepted) from the start of each background cycle to
-	// its end.
+	// inline cycles and releases, and the collector's CPU time from the
+	// start of each background cycle to its end.
 	Charged time.Duration
-	// ThresholdScale is the factor by which a short CPU cap has raised
-	// the garbage threshold (1: not raised).
-	ThresholdScale float64
 
 	// AllocatedBetween is the total of the bytes allocated between the
 	// previous cycle and each cycle this Runtime ran or started;
@@ -148,9 +149,19 @@ type Stats struct {
 	// LiveAfterCycle is the live heap, in bytes, found by the last cycle
 	// this Runtime saw complete.
 	LiveAfterCycle uint64
-	// CostEstimate is the current estimate of an inline cycle's cost at
-	// the live heap of LiveAfterCycle.
-	CostEstimate time.Duration
+	// CostEstimate is the current estimate of an inline cycle's wall
+	// time at the live heap of LiveAfterCycle, and CycleCPU and
+	// BackgroundCPU what an inline and a background cycle are believed
+	// to cost in collector CPU there.
+	CostEstimate  time.Duration
+	CycleCPU      time.Duration
+	BackgroundCPU time.Duration
+	// AllocRate is the program's allocation rate since the last cycle,
+	// bytes a second.
+	AllocRate float64
+	// FaultPrice is what faulting one released page back in costs on
+	// this machine, measured before the first release was priced.
+	FaultPrice time.Duration
 
 	// QuietPeriods counts the quiet stretches in which the Runtime
 	// emptied the gap (collected and returned memory).
@@ -183,7 +194,7 @@ func newRuntime(e env, opts ...Option) *Runtime {
 			o(&cfg)
 		}
 	}
-	rt := &Runtime{env: e, cfg: cfg, scale: 1, cost: newCostModel()}
+	rt := &Runtime{env: e, cfg: cfg, cost: newCostModel(), p: newPrices()}
 	rt.self = &Loop{rt: rt}
 	rt.loops.Store(&[]*Loop{rt.self})
 	now := e.now()
@@ -198,6 +209,7 @@ func newRuntime(e env, opts ...Option) *Runtime {
 	rt.stats.LiveAfterCycle = rt.r.live
 	rt.tokens = rt.capacity()
 	rt.tokensAt = now
+	rt.p.cleared(0, now)
 	rt.est.Store(int64(rt.cost.estimate(rt.r.live, now)))
 	return rt
 }
@@ -226,6 +238,7 @@ func (rt *Runtime) step(l *Loop, budget time.Duration) (more bool) {
 	case rt.quiet(start):
 		more = rt.emptyGap(budget, start)
 	default:
+		rt.retryAt.Store(0) // a stretch that ended is not priced again
 		more = rt.collect(l, budget, start)
 	}
 	end := rt.env.now()
@@ -261,15 +274,17 @@ func (rt *Runtime) observe(now time.Duration) {
 			since = min(since, rt.r.objects-rt.r.live)
 		}
 		rt.baseAllocs = rt.r.allocs - since
+		rt.p.cleared(since, now)
 		rt.seenCycles = rt.r.cycles
 		rt.stats.LiveAfterCycle = rt.r.live
 		if rt.bg.pending && rt.r.cycles > rt.bg.cycles {
-			rt.settleBackground()
+			rt.settleBackground(now, true)
 		}
 	} else if rt.bg.pending && now-rt.bg.at > backgroundTimeout {
-		rt.settleBackground() // it never started: do not wait for it forever
+		rt.settleBackground(now, false) // it never started: do not wait for it forever
 	}
 	rt.prevAllocs = rt.r.allocs
+	rt.p.hold(rt.r.allocs-rt.baseAllocs, now)
 	if rt.r.allocs != rt.activityAllocs {
 		rt.activityAllocs = rt.r.allocs
 		rt.activityAt = now
@@ -295,131 +310,69 @@ func (rt *Runtime) estimate(now time.Duration) time.Duration {
 // before the Runtime stops waiting for it.
 const backgroundTimeout = time.Second
 
-// threshold is the garbage, in bytes, that makes a cycle worth running.
-func (rt *Runtime) threshold() uint64 {
-	t := float64(rt.cfg.minGarbage)
-	t = max(t, rt.cfg.liveRatio*float64(rt.r.live))
-	t *= rt.scale
-	if t >= math.MaxUint64 {
-		return math.MaxUint64
-	}
-	return uint64(t)
-}
-
-// collect decides about a cycle at an idle moment inside activity.
+// collect decides about a cycle at an idle moment inside activity (see
+// decide) and runs or starts it if it is due and the CPU cap allows.
 // rt.mu must be held.
 func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
+	if rt.bg.pending {
+		return false // a cycle is running
+	}
 	garbage := rt.r.allocs - rt.baseAllocs
-	threshold := rt.threshold()
-	if garbage < threshold/backgroundEarly || rt.bg.pending {
-		return false // not enough garbage, or a cycle is running
-	}
-	rt.refill(now)
-	if rt.tokens >= rt.capacity() {
-		rt.relaxScale()
-		threshold = rt.threshold()
-	}
-	est := rt.cost.estimate(rt.r.live, now)
-	fits := float64(est) <= planFactor*float64(budget)
-	share := l.idleShare(now)
-	runway := rt.runway()
-	inline := fits && (rt.cfg.streams || l.covers(est)) && float64(threshold) <= runway
-	background := !inline && rt.cfg.background && share >= bgShare &&
-		float64(threshold/backgroundEarly) <= runway
-	if garbage < threshold && !background {
-		// Only a background cycle starts this early: see backgroundEarly.
+	if garbage < rt.cfg.minGarbage {
+		wait := time.Duration(recheck)
+		if r := rt.p.rate(garbage, now); r > 0 {
+			wait = time.Duration(float64(rt.cfg.minGarbage-garbage) / r * float64(time.Second))
+		}
+		rt.notBefore(now, wait)
 		return false
 	}
-	if !inline && !background {
-		if budget > 0 {
-			switch {
-			case float64(threshold) > runway:
-				rt.stats.DeclinedPacer++
-			case fits:
-				rt.stats.DeclinedLull++
-			case !rt.cfg.background:
-				rt.stats.DeclinedBudget++
-			}
+	p := rt.decide(l, budget, now)
+	if p.act == none || p.wait > 0 {
+		if p.act == none && budget > 0 {
+			*p.why++
 		}
+		rt.notBefore(now, p.wait)
 		return false
 	}
 	// A cycle larger than the whole bucket may run when the bucket is
 	// full; the debt it leaves is paid back before the next one.
-	need := min(est, rt.capacity())
+	rt.refill(now)
+	need := min(p.charge, rt.capacity())
 	if rt.tokens < need {
 		if budget > 0 {
 			rt.stats.DeclinedCap++
-			// Once per threshold's worth of garbage declined, not
-			// at every step that finds the same cycle unaffordable.
-			if rt.r.allocs-rt.scaledAt >= threshold {
-				rt.scale = min(rt.scale*scaleUp, maxScale)
-				rt.scaledAt = rt.r.allocs
-			}
 		}
 		return false
 	}
 	if budget <= 0 {
 		return true // a cycle is due and allowed; this step may not run it
 	}
-	if inline {
+	if p.act == inline {
 		rt.inline(garbage, budget, now)
 	} else {
-		rt.background(garbage, budget, est, now)
-	}
-	if rt.tokens >= rt.capacity()/2 {
-		rt.scale = max(rt.scale/scaleDown, 1)
+		rt.background(garbage, budget, now)
 	}
 	return false
 }
 
-// runway is how much garbage a stepper's cycle may wait for and still come
-// before the runtime's own: pacerShare of the distance from the live heap
-// to the heap goal. Past it the runtime may be about to run the same cycle
-// concurrently, without holding the loop, and the step would pay a cycle's
-// cost for little memory. With GOGC=off the goal is out of reach and so
-// is the limit. rt.mu must be held.
-func (rt *Runtime) runway() float64 {
-	if rt.r.goal <= rt.r.live {
-		return 0
+// notBefore tells Lull that no cycle is due for wait from now: at most
+// recheck, and a step looks again whenever the wait is unknown (0).
+func (rt *Runtime) notBefore(now, wait time.Duration) {
+	if wait <= 0 || wait > recheck {
+		wait = recheck
 	}
-	return pacerShare * float64(rt.r.goal-rt.r.live)
+	rt.dueAt.Store(int64(now + wait))
 }
 
-// pacerShare is the part of the pacer's runway (goal minus live heap) a
-// stepper's cycle may wait for: the runtime starts its own cycle at 70-95 %
-// of that runway, so up to 70 % the stepper's comes first (see
-// doc/policy.md).
-const pacerShare = 0.7
+// recheck is the longest Lull believes that no cycle is due without a
+// step looking at the heap again.
+const recheck = time.Millisecond
 
-// relaxScale lowers a raised threshold by one step, at most once per
-// threshold's worth of allocation: the cap has room again (the bucket is
-// full), whether or not the cycles it declined ever ran. rt.mu must be
-// held.
-func (rt *Runtime) relaxScale() {
-	if rt.scale > 1 && rt.r.allocs-rt.scaledAt >= rt.threshold() {
-		rt.scale = max(rt.scale/scaleDown, 1)
-		rt.scaledAt = rt.r.allocs
-	}
-}
-
-// A background cycle starts at half the garbage an inline one waits for
-// (the threshold halved): it frees memory later, since the program keeps
-// allocating while it marks (see doc/policy.md).
-const backgroundEarly = 2
-
-// How the threshold follows a short CPU cap: up by half for every
-// threshold's worth of garbage the cap declines to collect, back down by a fifth at every cycle that leaves the
-// bucket at least half full, never more than 16 times the configured one.
-const (
-	scaleUp   = 1.5
-	scaleDown = 1.2
-	maxScale  = 16
-)
-
-// inline runs one whole cycle in the caller and learns its cost.
-// rt.mu must be held.
+// inline runs one whole cycle in the caller and learns its wall time and
+// its collector CPU. rt.mu must be held.
 func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 	live, cycles := rt.r.live, rt.r.cycles
+	cpu := rt.env.gcCPU()
 	rt.trap.arm(rt.env.gc(budget))
 	end := rt.env.now()
 	d := end - start
@@ -436,9 +389,13 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 		// charge what the collector uses meanwhile.
 		rt.bg.pending = true
 		rt.bg.cycles = cycles
-		rt.bg.cpu = rt.env.gcCPU()
-		rt.bg.charge = 0
+		rt.bg.cpu = cpu
+		rt.bg.charge = d
 		rt.bg.at = end
+		rt.bg.live = live
+		rt.bg.inline = true
+	} else {
+		rt.p.inlineCPU.learn(rt.env.gcCPU()-cpu, model(live))
 	}
 	// The cycle ended just now: count garbage from here, not from the
 	// look before it (what the cycle itself allocated is not garbage).
@@ -447,33 +404,53 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 }
 
 // background starts a cycle for the runtime to run concurrently and
-// charges the cap the estimate of an inline one, settled when the cycle
+// charges the cap the price it was started at, settled when the cycle
 // completes against the collector's CPU time measured meanwhile.
 // rt.mu must be held.
-func (rt *Runtime) background(garbage uint64, budget, est, now time.Duration) {
+func (rt *Runtime) background(garbage uint64, budget, now time.Duration) {
 	cpu := rt.env.gcCPU()
 	w, started := rt.env.start(budget)
 	rt.trap.arm(w)
+	end := rt.env.now()
+	rt.p.kick.add(max(end-now, 1))
 	if !started {
 		return
 	}
+	charge := rt.p.bgCPU.of(rt.r.live)
 	rt.bg.pending = true
 	rt.bg.cycles = rt.r.cycles
 	rt.bg.cpu = cpu
-	rt.bg.charge = est
+	rt.bg.charge = charge
 	rt.bg.at = now
-	rt.charge(est)
+	rt.bg.live = rt.r.live
+	rt.bg.inline = false
+	rt.charge(charge)
 	rt.stats.CyclesBackground++
 	rt.stats.AllocatedBetween += garbage
 	rt.stats.LastAllocatedBetween = garbage
 }
 
-// settleBackground ends a background cycle: it charges the cap what the
-// collector used beyond the advance. rt.mu must be held.
-func (rt *Runtime) settleBackground() {
+// settleBackground ends a cycle the runtime ran for a step: it charges
+// the cap what the collector used beyond the advance and, if the cycle
+// completed (done), learns its CPU and how long it marked.
+// rt.mu must be held.
+func (rt *Runtime) settleBackground(now time.Duration, done bool) {
 	rt.bg.pending = false
 	used := max(rt.env.gcCPU()-rt.bg.cpu, 0)
-	rt.charge(used - rt.bg.charge)
+	if rt.bg.inline {
+		rt.charge(used - min(used, rt.bg.charge)) // its wall was charged already
+	} else {
+		rt.charge(used - rt.bg.charge)
+	}
+	if !done {
+		return
+	}
+	if rt.bg.inline {
+		rt.p.inlineCPU.learn(used, model(rt.bg.live))
+	} else {
+		rt.p.bgCPU.learn(used, model(rt.bg.live))
+		rt.p.mark.add(max(now-rt.bg.at, 1))
+	}
 }
 
 func (rt *Runtime) capacity() time.Duration {
@@ -535,7 +512,10 @@ func (rt *Runtime) Stats() Stats {
 	s := rt.stats
 	now := rt.env.now()
 	s.CostEstimate = rt.cost.estimate(s.LiveAfterCycle, now)
-	s.ThresholdScale = rt.scale
+	s.CycleCPU = rt.p.inlineCPU.of(s.LiveAfterCycle)
+	s.BackgroundCPU = rt.p.bgCPU.of(s.LiveAfterCycle)
+	s.AllocRate = rt.p.rate(rt.r.allocs-rt.baseAllocs, now)
+	s.FaultPrice = rt.p.fault
 	s.StepsDelayedWork = rt.delayed.Load()
 	s.DelayedWorkTime = time.Duration(rt.delayNS.Load())
 	return s

@@ -1,0 +1,266 @@
+package gcstep
+
+import (
+	"math"
+	"time"
+)
+
+// The policy prices every action it may take at an idle moment and takes
+// the cheapest, or none (doc/policy.md, "One decision, priced"). What it
+// weighs:
+//
+//   - memory, as the share of the process's footprint it holds, for how
+//     long: the exchange rate x (WithExchangeRate) is the CPU worth
+//     spending to hold the whole footprint lower for a second;
+//   - CPU: a cycle's collector CPU, learned from the cycles it ran or
+//     started;
+//   - delay: how long the loop's next event waits behind an inline cycle
+//     (or the start of a background one), from the loop's own record of
+//     its gaps, priced one for one with CPU (nothing with WithStreams);
+//   - page faults: what the next burst pays to fault released memory
+//     back in, measured on this machine once (probeFault).
+//
+// Garbage is inventory: it piles up as the program allocates, holding it
+// costs memory, and clearing it costs a cycle, whatever its size. The
+// cheapest policy clears it when what holding it has cost since the last
+// cycle, x/M times the integral of the garbage over time (M the
+// footprint), reaches the price of the cycle: the classic rule of
+// inventory (at the economic order quantity, holding and ordering cost
+// the same), which needs no forecast of the allocation rate and catches
+// both a fast burst (a lot of garbage for a short time) and a program
+// that allocated and went idle (a little garbage for a long time, which
+// GOGC=off would keep for ever). Each action has its price: inline,
+// background (which cannot collect what is allocated while it marks),
+// and the runtime's own pacer at its heap goal, which costs the step
+// nothing; the cheapest of ours runs once holding has cost its price,
+// unless the pacer's cycle comes before holding until then would.
+
+// prices is what the policy has learned of this machine and program.
+// Guarded by Runtime.mu.
+type prices struct {
+	inlineCPU ratio // collector CPU of an inline cycle, per model(live)
+	bgCPU     ratio // collector CPU of a background cycle, per model(live)
+	kick      ewma  // wall time the loop spends starting a background cycle, ns
+	mark      ewma  // how long a background cycle takes to complete, ns
+	release   ewma  // wall time of a release (a cycle and the scavenge), ns
+
+	held    float64       // byte-seconds of garbage held since the last cycle
+	heldAt  time.Duration // when held was last brought up to date
+	heldOf  uint64        // the garbage then, bytes
+	cleanAt time.Duration // when the last cycle was seen to end
+
+	fault time.Duration // faulting one released page back in; 0 until probed
+}
+
+// pageSize is the size of the pages a release returns and a burst faults
+// back in.
+const pageSize = 4096
+
+func newPrices() prices {
+	return prices{inlineCPU: newRatio(), bgCPU: newRatio()}
+}
+
+// hold brings the garbage held up to now, when there are garbage bytes:
+// the area under the garbage's curve, taken as straight between looks.
+func (p *prices) hold(garbage uint64, now time.Duration) {
+	if dt := now - p.heldAt; dt > 0 {
+		p.held += (float64(p.heldOf) + float64(garbage)) / 2 * dt.Seconds()
+	}
+	p.heldAt, p.heldOf = now, garbage
+}
+
+// cleared starts the count afresh: a cycle was seen to have ended at now,
+// with garbage bytes made since. When between this look and the last it
+// ended is not known: the garbage is taken to have piled up evenly over
+// that time.
+func (p *prices) cleared(garbage uint64, now time.Duration) {
+	since := p.heldAt
+	if since <= 0 || since > now {
+		since = now
+	}
+	p.held = float64(garbage) / 2 * (now - since).Seconds()
+	p.heldAt, p.heldOf, p.cleanAt = now, garbage, since
+}
+
+// rate is the allocation rate since the last cycle, bytes a second.
+func (p *prices) rate(garbage uint64, now time.Duration) float64 {
+	if d := now - p.cleanAt; d > 0 {
+		return float64(garbage) / d.Seconds()
+	}
+	return 0
+}
+
+// A ratio is a learned multiple of the cost model, moving a quarter of the
+// way to each measurement (cycle costs have a scheduler-made tail that
+// one measurement should not set).
+type ratio struct{ v float64 }
+
+func newRatio() ratio { return ratio{v: 1} }
+
+func (r *ratio) learn(measured, modelled time.Duration) {
+	if measured <= 0 || modelled <= 0 {
+		return
+	}
+	x := min(max(float64(measured)/float64(modelled), 1.0/16), 16)
+	r.v += (x - r.v) / 4
+}
+
+func (r ratio) of(live uint64) time.Duration {
+	return time.Duration(r.v * float64(model(live)))
+}
+
+// An ewma is a moving average of durations, 0 until the first sample.
+type ewma struct{ v float64 }
+
+func (e *ewma) add(d time.Duration) {
+	if e.v == 0 {
+		e.v = float64(d)
+		return
+	}
+	e.v += (float64(d) - e.v) / 4
+}
+
+func (e ewma) get() time.Duration { return time.Duration(e.v) }
+
+// action is what an idle moment does about garbage.
+type action int
+
+const (
+	none       action = iota // nothing: not due, or the pacer's cycle is cheaper
+	inline                   // a whole cycle in the step
+	background               // a cycle started for the runtime to run concurrently
+)
+
+// A plan is the decision at one idle moment.
+type plan struct {
+	act    action
+	cost   time.Duration // act's price: CPU and delay, and memory for a background cycle
+	charge time.Duration // what act is expected to take from the CPU cap
+	wait   time.Duration // how much longer holding the garbage takes to cost as much
+	why    *uint64       // the Stats counter of an idle moment that declined, if any
+}
+
+// decide is the policy for a cycle: at an idle moment of loop l with
+// budget, it prices an inline and a background cycle at the heap as
+// read in rt.r, takes the cheaper, and says whether holding the garbage
+// has cost that much yet, or when it will, or whether the pacer's cycle
+// comes first. rt.mu must be held.
+func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
+	live := rt.r.live
+	garbage := rt.r.allocs - rt.baseAllocs
+	x, m := rt.cfg.exchange, float64(rt.footprint())
+	best := plan{why: &rt.stats.DeclinedBudget}
+	if budget <= 0 {
+		budget = l.lastBudget()
+	}
+	if wall := rt.cost.estimate(live, now); budget <= 0 || float64(wall) <= planFactor*float64(budget) {
+		// Charged its wall time: the loop's, and on one P the collector's.
+		c := rt.p.inlineCPU.of(live) + rt.delayCost(l, wall)
+		best = plan{act: inline, cost: c, charge: wall}
+	}
+	if rt.cfg.background {
+		cpu := rt.p.bgCPU.of(live)
+		// While it marks, what the program allocates is not collected:
+		// as much garbage again is held that much longer.
+		missed := x / m * float64(garbage) * rt.p.mark.get().Seconds()
+		c := cpu + rt.delayCost(l, rt.p.kick.get()) + time.Duration(missed*float64(time.Second))
+		if best.act == none || c < best.cost {
+			best = plan{act: background, cost: c, charge: cpu}
+		}
+	}
+	if best.act == none {
+		return best
+	}
+	// Holding the garbage until now has cost this much; it runs on at
+	// garbage·x/M a second, growing with the allocation rate.
+	held := x / m * rt.p.held
+	short := best.cost.Seconds() - held
+	r := rt.p.rate(garbage, now)
+	if short > 0 {
+		best.wait = timeToHold(short, x/m*float64(garbage), x/m*r)
+	}
+	if rt.r.goal > live && rt.r.goal != math.MaxUint64 {
+		// The pacer collects at its trigger, at pacerShare of the way
+		// from the live heap to the goal, or sooner, for nothing a step
+		// pays. Waiting for it costs holding until then.
+		trigger := float64(live) + pacerShare*float64(rt.r.goal-live)
+		heap := float64(live + garbage)
+		if heap >= trigger || r <= 0 {
+			return plan{why: &rt.stats.DeclinedPacer, wait: recheck}
+		}
+		until := (trigger - heap) / r
+		wait := x/m*float64(garbage)*until + x/m*r*until*until/2
+		if wait <= best.cost.Seconds() {
+			return plan{why: &rt.stats.DeclinedPacer, wait: min(time.Duration(until*float64(time.Second)), recheck)}
+		}
+	}
+	return best
+}
+
+// pacerShare is the part of the way from the live heap to the heap goal
+// where the runtime's pacer starts its own cycle at the earliest (its
+// trigger lies between 70 % and 95 % of it).
+const pacerShare = 0.7
+
+// timeToHold is how long holding takes to cost short more seconds of CPU,
+// when it costs now a second now and grows by grow a second, each second.
+func timeToHold(short, now, grow float64) time.Duration {
+	var t float64
+	switch {
+	case grow > 0:
+		t = (-now + math.Sqrt(now*now+2*grow*short)) / grow
+	case now > 0:
+		t = short / now
+	default:
+		return recheck
+	}
+	return time.Duration(t * float64(time.Second))
+}
+
+// delayCost is what a step that holds loop l for d costs its work: how
+// long the loop's next event is expected to wait behind it, from the
+// loop's recent gaps; nothing for a loop that consumes streams.
+func (rt *Runtime) delayCost(l *Loop, d time.Duration) time.Duration {
+	if rt.cfg.streams || d <= 0 {
+		return 0
+	}
+	return l.expectedDelay(d)
+}
+
+// footprint is the process's memory as the runtime sees it: everything
+// it has mapped, less what it has returned to the operating system. At
+// least a MiB, so that a tiny heap does not make every byte priceless.
+func (rt *Runtime) footprint() uint64 {
+	f := uint64(0)
+	if rt.r.total > rt.r.released {
+		f = rt.r.total - rt.r.released
+	}
+	return max(f, 1<<20)
+}
+
+// releasePays reports whether returning the free memory to the operating
+// system now is worth its price: the footprint it frees, for the rest of
+// the quiet stretch, against the release's own time and the faults the
+// next burst pays to take the pages back. rt.mu must be held.
+func (rt *Runtime) releasePays(now time.Duration) bool {
+	freed := float64(rt.r.free)
+	if rt.r.objects > rt.r.live {
+		freed += float64(rt.r.objects - rt.r.live)
+	}
+	if freed < float64(rt.cfg.minGarbage) {
+		return false
+	}
+	quiet := rt.expectedQuiet(now)
+	value := rt.cfg.exchange * freed / float64(rt.footprint()) * quiet.Seconds()
+	cost := rt.releaseEstimate(now) + time.Duration(freed/pageSize)*rt.faultPrice()
+	return value > cost.Seconds()
+}
+
+// faultPrice is what faulting one released page back in costs here,
+// measured once with the environment's probe.
+func (rt *Runtime) faultPrice() time.Duration {
+	if rt.p.fault == 0 {
+		rt.p.fault = max(rt.env.faultProbe(), time.Nanosecond)
+	}
+	return rt.p.fault
+}
