@@ -35,6 +35,15 @@ type world struct {
 	// GOGC=off, unless a test sets it.
 	pacer       int
 	pacerCycles int
+
+	// A machine's prices (see profile): a started cycle completes
+	// bgDelay after it starts, costing bgCost of collector CPU, and
+	// starting it holds the caller for kickCost; an inline cycle's
+	// collector CPU is gcCost times cpuPerWall (1 if zero).
+	bgDelay, bgCost, kickCost time.Duration
+	cpuPerWall                float64
+	bgDoneAt                  time.Duration // a started cycle completes then; 0: none pending
+	peak                      uint64        // the most heap objects seen
 }
 
 // newWorld starts with the heap goal out of reach, as with GOGC=off, so
@@ -65,6 +74,7 @@ func (w *world) env() env {
 		now: func() time.Duration { return w.t },
 		read: func(r *reading) {
 			w.reads++
+			w.settle()
 			*r = w.r
 			r.gogc = w.gogc
 			if r.total == 0 {
@@ -80,7 +90,7 @@ func (w *world) env() env {
 			}
 			win.close(w.setGOGC(-1), nudgedGOGC)
 			w.t += w.gcCost
-			w.gcCPU += w.gcCost
+			w.gcCPU += time.Duration(max(w.cpuPerWall, 1) * float64(w.gcCost))
 			if !w.unended {
 				w.collected()
 			}
@@ -107,8 +117,12 @@ func (w *world) env() env {
 				return win, false
 			}
 			w.starts++
-			if w.quickBG {
+			w.t += w.kickCost
+			switch {
+			case w.quickBG:
 				w.collected()
+			case w.bgDelay > 0:
+				w.bgDoneAt = w.t + w.bgDelay
 			}
 			return win, true
 		},
@@ -134,6 +148,8 @@ func (w *world) alloc(n uint64) {
 	w.t += time.Microsecond // allocating takes time: garbage is held from here
 	w.r.allocs += n
 	w.r.objects += n
+	w.peak = max(w.peak, w.r.objects)
+	w.settle()
 	if w.pacer > 0 && w.r.objects >= w.r.goal {
 		w.collected()
 		w.pacerCycles++
@@ -151,6 +167,16 @@ func (w *world) setPacer(gogc int) {
 func (w *world) goal() {
 	if w.pacer > 0 {
 		w.r.goal = max(w.r.live+w.r.live*uint64(w.pacer)/100, 4*mib*uint64(w.pacer)/100)
+	}
+}
+
+// settle completes a started cycle whose time has come, as the runtime
+// would, charging its collector CPU.
+func (w *world) settle() {
+	if w.bgDoneAt != 0 && w.t >= w.bgDoneAt {
+		w.bgDoneAt = 0
+		w.gcCPU += w.bgCost
+		w.collected()
 	}
 }
 

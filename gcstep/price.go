@@ -57,8 +57,14 @@ type prices struct {
 const pageSize = 4096
 
 func newPrices() prices {
-	return prices{inlineCPU: newRatio(), bgCPU: newRatio()}
+	return prices{inlineCPU: ratio{v: cpuPrior}, bgCPU: ratio{v: cpuPrior}}
 }
+
+// cpuPrior is what a cycle is believed to cost before one was measured,
+// as a multiple of the model: on the low side, so that a cycle runs and
+// is measured. A prior on the high side would never be corrected on a
+// machine where cycles are cheap, since the policy would never run one.
+const cpuPrior = 0.5
 
 // hold brings the garbage held up to now, when there are garbage bytes:
 // the area under the garbage's curve, taken as straight between looks.
@@ -94,8 +100,6 @@ func (p *prices) rate(garbage uint64, now time.Duration) float64 {
 // way to each measurement (cycle costs have a scheduler-made tail that
 // one measurement should not set).
 type ratio struct{ v float64 }
-
-func newRatio() ratio { return ratio{v: 1} }
 
 func (r *ratio) learn(measured, modelled time.Duration) {
 	if measured <= 0 || modelled <= 0 {
@@ -180,18 +184,20 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 		best.wait = timeToHold(short, x/m*float64(garbage), x/m*r)
 	}
 	if rt.r.goal > live && rt.r.goal != math.MaxUint64 {
-		// The pacer collects at its trigger, at pacerShare of the way
-		// from the live heap to the goal, or sooner, for nothing a step
-		// pays. Waiting for it costs holding until then.
-		trigger := float64(live) + pacerShare*float64(rt.r.goal-live)
-		heap := float64(live + garbage)
-		if heap >= trigger || r <= 0 {
+		// The pacer's own cycle, at its trigger (pacerShare of the way
+		// from the live heap to the goal, at the earliest): like a
+		// background cycle, but no step pays for it. Left to it, the
+		// garbage piles up to that runway R every time, and a second
+		// costs c·r/R + x·R/2M; with ours, each at its best garbage g,
+		// c·r/g + x·g/2M. The cheaper way wins; ours must come first.
+		runway := pacerShare * float64(rt.r.goal-live)
+		if r <= 0 || float64(garbage) >= runway {
 			return plan{why: &rt.stats.DeclinedPacer, wait: recheck}
 		}
-		until := (trigger - heap) / r
-		wait := x/m*float64(garbage)*until + x/m*r*until*until/2
-		if wait <= best.cost.Seconds() {
-			return plan{why: &rt.stats.DeclinedPacer, wait: min(time.Duration(until*float64(time.Second)), recheck)}
+		pacer := perSecond(rt.p.bgCPU.of(live), r, runway, m, x)
+		g := eoq(best.cost, r, m, x)
+		if g >= runway || pacer <= perSecond(best.cost, r, g, m, x) {
+			return plan{why: &rt.stats.DeclinedPacer, wait: recheck}
 		}
 	}
 	return best
@@ -215,6 +221,23 @@ func timeToHold(short, now, grow float64) time.Duration {
 		return recheck
 	}
 	return time.Duration(t * float64(time.Second))
+}
+
+// eoq is the garbage, in bytes, at which clearing it with a cycle that
+// costs c is cheapest at allocation rate r (bytes a second), footprint m
+// and exchange rate x: sqrt(2·c·r·m/x), where holding it since the last
+// cycle has cost c.
+func eoq(c time.Duration, r, m, x float64) float64 {
+	return math.Sqrt(2 * c.Seconds() * r * m / x)
+}
+
+// perSecond is what clearing the garbage at every g bytes costs a second:
+// the cycles' CPU and the memory held on average, at exchange rate x.
+func perSecond(c time.Duration, r, g, m, x float64) float64 {
+	if g <= 0 {
+		return math.Inf(1)
+	}
+	return c.Seconds()*r/g + x*g/2/m
 }
 
 // delayCost is what a step that holds loop l for d costs its work: how
