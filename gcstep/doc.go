@@ -9,12 +9,16 @@
 // idle it really is (IdleObserver, LoopObserver).
 //
 // NewRuntime returns the Stepper over Go's own collector. Go has no API
-// for part of a cycle, so the Runtime is a policy: it tells a lull
-// between events from idleness, runs a cycle inline only where the loop's
-// own gaps cover it, and empties the gap once the loops have been quiet
-// for a moment, giving memory back to the operating system. Several event
-// loops share one Runtime through a Loop handle each. The design and the
-// measurements behind every default are in doc/policy.md.
+// for part of a cycle, so the Runtime is a policy: at each idle moment it
+// prices what it may do (a cycle inline, a cycle started in the
+// background, nothing, leaving it to the runtime's pacer) in CPU, the
+// delay the loop's next event would suffer and the memory held, at one
+// exchange rate, and takes the cheapest; once the loops have been quiet
+// for a moment it empties the gap, giving memory back to the operating
+// system, if that pays for the page faults that bring it back. The
+// prices are learned as the process runs. Several event loops share one
+// Runtime through a Loop handle each. The model and the measurements
+// behind every default are in doc/policy.md.
 //
 // A typical event loop (package poller's Loop does all of this):
 //

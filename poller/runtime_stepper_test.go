@@ -1,7 +1,9 @@
 package poller_test
 
 import (
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -58,4 +60,64 @@ func TestLoopRuntimeStepperCollects(t *testing.T) {
 		assert.NotZero(t, ss.Steps, "the stepper was never called")
 		assert.NotZero(t, ss.CyclesInline+ss.CyclesBackground, "no collection cycle in %d idle moments after 1 MiB of garbage each", events)
 	})
+}
+
+// TestLoopRuntimeStepperBoundsAPacedStream: a Loop with gcstep.NewRuntime
+// and no options reads a stream paced by its producer (16 KiB chunks, a
+// pause after every 64 KiB), each chunk into a fresh buffer, under
+// GOGC=off. The loop is idle most of the time, and nothing but the
+// stepper collects: 64 MiB of garbage must not pile up. It fails if the
+// stepper stops collecting where garbage piles up in idle time.
+func TestLoopRuntimeStepperBoundsAPacedStream(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	runtime.GC()
+	lock := gvl.New()
+	lock.Acquire()
+	defer lock.Release()
+	rt := gcstep.NewRuntime()
+	defer rt.Close()
+	l := newLoop(t, poller.WithGVL(lock), poller.WithStepper(rt))
+	p := newPipe(t)
+	const total, chunk = 64 << 20, 16 << 10
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, chunk)
+		for sent := 0; sent < total; {
+			n, err := unix.Write(p.w, buf)
+			if err == unix.EAGAIN {
+				time.Sleep(50 * time.Microsecond)
+				continue
+			}
+			if err != nil {
+				return
+			}
+			sent += n
+			if sent%(64<<10) == 0 {
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+	}()
+	objects := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var got, peak uint64
+	require.NoError(t, l.Add(p.r, poller.Read, func(fd int, _ poller.Events) {
+		buf := make([]byte, chunk)
+		n, _ := unix.Read(fd, buf)
+		if n > 0 {
+			got += uint64(n)
+			sink = buf
+		}
+		metrics.Read(objects)
+		peak = max(peak, objects[0].Value.Uint64())
+	}))
+	deadline := time.Now().Add(30 * time.Second)
+	for got < total && time.Now().Before(deadline) {
+		_, err := l.RunOnce(time.Second)
+		require.NoError(t, err)
+	}
+	<-done
+	s := rt.Stats()
+	t.Logf("%d MiB read; heap objects peaked at %.1f MiB; stepper: %d inline, %d background cycles", got>>20, float64(peak)/(1<<20), s.CyclesInline, s.CyclesBackground)
+	require.EqualValues(t, total, got, "bytes read")
+	assert.Less(t, peak, uint64(total/4), "heap objects at their peak, of %d MiB of garbage", total>>20)
 }
