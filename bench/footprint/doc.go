@@ -54,7 +54,8 @@
 //		where to write results (required)
 //	-quick
 //		a reduced run for CI, under a minute: smaller workloads, GOGC=100
-//		and GOGC=off only, one round
+//		and GOGC=off only, one round (with -frontier: smaller workloads,
+//		one run)
 //	-rounds n
 //		rounds of every configuration, interleaved (default 3; 1 with -quick)
 //	-workloads list
@@ -78,5 +79,52 @@
 //		with -quick, of the first workload only)
 //	-replot
 //		run nothing: print the tables and redraw the charts from an earlier
-//		run's DIR/results.json
+//		run's DIR/results.json (DIR/frontier.json with -frontier)
+//
+// # The frontier
+//
+// With -frontier the lab measures the stepper against Go's own knob: a user
+// can always turn GOGC down or set GOMEMLIMIT instead of running a
+// stepper, so a memory win counts only against the best pacer point that
+// costs no more. Its workloads (-workloads, default
+// urandom,paced,bursty,tcp,chunk) all have a floor variant, the same work
+// with no garbage:
+//
+//	paced     a stream paced by its producer: a goroutine writes 16 KiB
+//	          chunks into a pipe and pauses 100 µs after every 64 KiB, as
+//	          data arriving from a network does; the loop reads each chunk
+//	          into a fresh buffer and is idle most of the time
+//	chunk     bench's ChunkLoop: the same stream with no pauses and ten dups
+//	          of the read end, a loop seldom idle
+//
+// and urandom, bursty and tcp as above. Each runs, under each condition,
+// as its floor variant (no stepper, GOGC=100); without a stepper at each
+// GOGC of -frontier-gogc (default 400,200,100,50,25,10) and at GOGC=off
+// with GOMEMLIMIT 1.25 times the floor's peak, so that it thrashes or not;
+// and with gcstep.NewRuntime(), no options, at GOGC=100, and for the
+// streams also at GOGC=off. The conditions (-conditions) are both (both
+// CPUs), 1P (GOMAXPROCS=1), quota (a cgroup v1 cpu controller cgroup with a
+// quota of one CPU, made and removed by the lab, as root; skipped with a
+// message where it cannot be made) and busy (one CPU kept busy by another
+// process). Every point runs -runs times (default 3), interleaved, its
+// order rotated from round to round; tables show medians.
+//
+// Per run it keeps peak RSS (VmHWM), RSS averaged over the run's samples,
+// CPU time (user and system, the child's own), wall time, request p99
+// (bursty, tcp), GC cycles, the stepper's cycles and the loop's idle
+// share, and writes
+//
+//	DIR/frontier.json             every run and the medians
+//	DIR/frontier.txt              the tables, as printed
+//	DIR/frontier-WORKLOAD.{png,svg}
+//	                              a panel per condition: RSS over the floor
+//	                              (peak and time-averaged) against CPU, the
+//	                              GOGC points joined as the frontier, the
+//	                              memory-limit point and the stepper apart
+//
+// The summary table sets the stepper's peak RSS over the floor beside the
+// best pacer point that costs no more: the lowest among the runs without a
+// stepper at GOGC 100, 50, 25 and 10 that use at least 1/1.1 of the
+// stepper's CPU; their ratio; and whether the stepper is on or below the
+// frontier (ratio ≤ 1) and 25 % below it (ratio ≤ 0.75).
 package main

@@ -55,7 +55,8 @@ func TestQuickLab(t *testing.T) {
 		t.Fatalf("results.json: %v", err)
 	}
 	want := 0
-	for _, w := range lab.Workloads {
+	for _, name := range cfg.list() {
+		w, _ := lab.FindWorkload(name)
 		want += len(lab.GCSettings(w, true)) * len(lab.Steppings)
 	}
 	if len(got.Runs) != want || len(rep.Runs) != want {
@@ -93,7 +94,8 @@ func TestQuickLab(t *testing.T) {
 	if len(got.HeapDiff) != 1 || got.HeapDiff[0].Workload != "urandom" {
 		t.Errorf("%d heap comparisons, want 1, of the first workload (urandom)", len(got.HeapDiff))
 	}
-	for _, w := range lab.Workloads {
+	for _, name := range cfg.list() {
+		w, _ := lab.FindWorkload(name)
 		for _, chart := range []string{"rss-", "peak-vs-" + costName(w.Name) + "-"} {
 			for _, ext := range []string{".png", ".svg"} {
 				path := filepath.Join(dir, chart+w.Name+ext)

@@ -34,11 +34,45 @@ func main() {
 	flag.DurationVar(&cfg.sample, "sample", 10*time.Millisecond, "RSS and heap sampling period")
 	flag.BoolVar(&cfg.profiles, "profiles", true, "also take heap profiles at peak for stepping off and runtime, and compare them (with -quick, of the first workload only)")
 	replot := flag.Bool("replot", false, "run nothing: print the tables and redraw the charts from DIR/results.json")
+	frontier := flag.Bool("frontier", false, "the frontier mode: every workload without a stepper at each GOGC of -frontier-gogc and with GOMEMLIMIT near its floor, and with gcstep.NewRuntime() at the program's GOGC, under each of -conditions; memory over the floor against CPU (default workloads "+defaultFrontierWorkloads+")")
+	runs := flag.Int("runs", 0, "with -frontier: runs of every point, interleaved (default 3, 1 with -quick)")
+	frontierGOGC := flag.String("frontier-gogc", strings.Join(defaultFrontierGOGC, ","), "with -frontier: the GOGC settings of the pacer's points")
+	conds := flag.String("conditions", "both,1P,quota,busy", "with -frontier: the conditions, some of both (both CPUs), 1P (GOMAXPROCS=1), quota (a 1-CPU cgroup quota), busy (one CPU kept busy)")
 	flag.Parse()
 	cfg.command = strings.Join(append([]string{"go run ./bench/footprint"}, os.Args[1:]...), " ")
 	if cfg.out == "" {
 		fmt.Fprintln(os.Stderr, "footprint: -out DIR is required")
 		os.Exit(2)
+	}
+	if *frontier && *replot {
+		if err := replotFrontier(cfg.out, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "footprint:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *frontier {
+		workloads := ""
+		flag.Visit(func(f *flag.Flag) {
+			if f.Name == "workloads" {
+				workloads = cfg.workloads
+			}
+		})
+		fc, err := newFrontierConfig(cfg.out, cfg.quick, *runs, workloads, *frontierGOGC, *conds, cfg.sample, cfg.command)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "footprint:", err)
+			os.Exit(2)
+		}
+		rep, err := runFrontier(context.Background(), fc, os.Stdout, os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "footprint:", err)
+			os.Exit(1)
+		}
+		if !rep.frontierOK() {
+			fmt.Fprintln(os.Stderr, "footprint: some runs failed their checks (see the ok column)")
+			os.Exit(1)
+		}
+		return
 	}
 	if *replot {
 		if err := replotDir(cfg.out, os.Stdout); err != nil {
@@ -244,6 +278,23 @@ func childTimeout(quick bool) time.Duration {
 // childPkg is the command every run executes, built once per lab.
 const childPkg = "github.com/idlemux/idlemux/bench/footprint/child"
 
+// buildChild builds the child command into a new temporary directory,
+// which the caller removes, and returns both.
+func buildChild(ctx context.Context, progress io.Writer) (tmp, exe string, err error) {
+	tmp, err = os.MkdirTemp("", "idlemux-footprint-")
+	if err != nil {
+		return "", "", err
+	}
+	exe = filepath.Join(tmp, "child")
+	build := exec.CommandContext(ctx, "go", "build", "-o", exe, childPkg)
+	build.Stdout, build.Stderr = progress, progress
+	if err := build.Run(); err != nil {
+		os.RemoveAll(tmp)
+		return "", "", fmt.Errorf("building the child command: %w", err)
+	}
+	return tmp, exe, nil
+}
+
 // runLab builds the child command, runs every configuration in a child
 // process of its own, then writes results.json, the tables, the charts and
 // the heap comparison.
@@ -251,17 +302,11 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "idlemux-footprint-")
+	tmp, exe, err := buildChild(ctx, progress)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	exe := filepath.Join(tmp, "child")
-	build := exec.CommandContext(ctx, "go", "build", "-o", exe, childPkg)
-	build.Stdout, build.Stderr = progress, progress
-	if err := build.Run(); err != nil {
-		return nil, fmt.Errorf("building the child command: %w", err)
-	}
 
 	rep := &report{
 		Machine: thisMachine(),
@@ -289,7 +334,7 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 			res.Error = err.Error()
 			return res
 		}
-		res = runChild(ctx, exe, spec, res, progress)
+		res = runChildIn(ctx, exe, spec, res, progress, childPlace{frozen: true})
 		u, err := burner.Stop()
 		if err != nil && res.Error == "" {
 			res.Error = err.Error()
@@ -371,14 +416,31 @@ func runLab(ctx context.Context, cfg config, stdout, progress io.Writer) (*repor
 	return rep, nil
 }
 
-// runChild runs the child command exe for one run and returns res
-// completed with what the child reported.
-func runChild(ctx context.Context, exe string, spec lab.ChildSpec, res lab.RunResult, progress io.Writer) lab.RunResult {
+// A childPlace is where a child runs besides its spec: GOMAXPROCS (0: the
+// runtime's own choice, whatever this process's environment says) and a
+// cgroup directory to start it in ("": this process's).
+type childPlace struct {
+	procs  int
+	cgroup string
+	frozen bool // leave GOMAXPROCS as this process's environment has it
+}
+
+// runChildIn runs the child command exe for one run, in place, and returns
+// res completed with what the child reported.
+func runChildIn(ctx context.Context, exe string, spec lab.ChildSpec, res lab.RunResult, progress io.Writer, place childPlace) lab.RunResult {
 	b, _ := json.Marshal(spec)
 	cctx, cancel := context.WithTimeout(ctx, childTimeout(spec.Quick))
 	defer cancel()
 	cmd := exec.CommandContext(cctx, exe)
-	cmd.Env = append(childEnviron(), lab.ChildEnv+"="+string(b), "GOGC="+spec.GC.GOGC)
+	if place.cgroup != "" {
+		// Join the cgroup before exec, so that the runtime sees its
+		// quota from the start.
+		cmd = exec.CommandContext(cctx, "/bin/sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2"`, "sh", place.cgroup, exe)
+	}
+	cmd.Env = append(childEnviron(!place.frozen), lab.ChildEnv+"="+string(b), "GOGC="+spec.GC.GOGC)
+	if place.procs > 0 {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(place.procs))
+	}
 	if spec.GC.MemLimit != "" {
 		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+spec.GC.MemLimit)
 	}
@@ -416,12 +478,12 @@ func replotDir(dir string, stdout io.Writer) error {
 }
 
 // childEnviron is this process's environment without the variables the
-// lab sets per run.
-func childEnviron() []string {
+// lab sets per run, and without GOMAXPROCS if dropProcs.
+func childEnviron(dropProcs bool) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if k == "GOGC" || k == "GOMEMLIMIT" || k == lab.ChildEnv || k == lab.ClientEnv {
+		if k == "GOGC" || k == "GOMEMLIMIT" || k == lab.ChildEnv || k == lab.ClientEnv || dropProcs && k == "GOMAXPROCS" {
 			continue
 		}
 		env = append(env, kv)

@@ -12,7 +12,7 @@ import (
 // every level, and the runs at 50 % had a burner that took some CPU.
 func TestBusyLevels(t *testing.T) {
 	out, errOut, status := command(t, nil, "-len", "300001", "-readers", "3", "-chunk", "1000",
-		"-mode", "off,idle", "-busy", "0,50", "-json")
+		"-mode", "off,idle", "-busy", "0,50", "-procs", "1", "-frontier", "none", "-json")
 	require.Equal(t, 0, status, errOut)
 	rs := decodeLines(t, out)
 	require.Len(t, rs, 4)
@@ -31,7 +31,7 @@ func TestBusyLevels(t *testing.T) {
 
 func TestBusyTables(t *testing.T) {
 	out, errOut, status := command(t, nil, "-len", "300001", "-readers", "3", "-chunk", "1000",
-		"-mode", "off", "-busy", "0,100")
+		"-mode", "off", "-busy", "0,100", "-procs", "1", "-probe=false")
 	require.Equal(t, 0, status, errOut)
 	tables := strings.Split(strings.TrimSpace(out), "\n\n")
 	require.Len(t, tables, 6, "a heading and a table per level, then the levels side by side:\n%s", out)
@@ -40,25 +40,25 @@ func TestBusyTables(t *testing.T) {
 	assert.Contains(t, tables[4], "CPU taken away")
 	rows := strings.Split(tables[5], "\n")
 	require.Len(t, rows, 3)
-	assert.Regexp(t, `^\s+100\s+0 %\s+0 %\s+\d+\.\d MiB`, rows[1])
-	assert.Regexp(t, `^\s+100\s+100 %\s+\d+ %\s+\d+\.\d MiB`, rows[2])
+	assert.Regexp(t, `^\s+100\s+1\s+0 %\s+0 %\s+\d+\.\d MiB`, rows[1])
+	assert.Regexp(t, `^\s+100\s+1\s+100 %\s+\d+ %\s+\d+\.\d MiB`, rows[2])
 }
 
 func TestWriteConditions(t *testing.T) {
 	c := config{modes: []mode{modeOff, modeIdle}, runs: 3}
 	groups := [][]result{
-		{{Mode: modeOff, GOGC: "100", PeakRSSBytes: 8 << 20, WallSeconds: 0.5}, {Mode: modeIdle, GOGC: "100", PeakRSSBytes: 4 << 20, WallSeconds: 0.55}},
-		{{Mode: modeOff, GOGC: "100", BusyPercent: 50, BusyShare: 0.49, PeakRSSBytes: 8 << 20, WallSeconds: 0.6}, {Mode: modeIdle, GOGC: "100", BusyPercent: 50, BusyShare: 0.48, PeakRSSBytes: 6 << 20, WallSeconds: 0.6}},
-		{{Mode: modeIdle, GOGC: "400", BusyPercent: 100, BusyShare: 1, PeakRSSBytes: 5 << 20, WallSeconds: 1}},
+		{{Mode: modeOff, GOGC: "100", GOMAXPROCS: 2, PeakRSSBytes: 8 << 20, WallSeconds: 0.5}, {Mode: modeIdle, GOGC: "100", GOMAXPROCS: 2, PeakRSSBytes: 4 << 20, WallSeconds: 0.55}},
+		{{Mode: modeOff, GOGC: "100", GOMAXPROCS: 1, BusyPercent: 50, BusyShare: 0.49, PeakRSSBytes: 8 << 20, WallSeconds: 0.6}, {Mode: modeIdle, GOGC: "100", GOMAXPROCS: 1, BusyPercent: 50, BusyShare: 0.48, PeakRSSBytes: 6 << 20, WallSeconds: 0.6}},
+		{{Mode: modeIdle, GOGC: "400", GOMAXPROCS: 2, BusyPercent: 100, BusyShare: 1, PeakRSSBytes: 5 << 20, WallSeconds: 1}},
 	}
 	var b strings.Builder
 	require.NoError(t, writeConditions(&b, c, groups, "; load 1.0"))
 	want := `peak RSS and wall by GOGC and CPU taken away by another process (% of one CPU: asked, taken); ratios to off at the same level, medians of 3 runs; load 1.0
 
-  GOGC   busy  taken  off peak    wall  idle peak    wall  idle/off peak  wall
-   100    0 %    0 %   8.0 MiB  0.50 s    4.0 MiB  0.55 s           0.50  1.10
-   100   50 %   49 %   8.0 MiB  0.60 s    6.0 MiB  0.60 s           0.75  1.00
-   400  100 %  100 %         -       -    5.0 MiB  1.00 s              -     -
+  GOGC  GOMAXPROCS   busy  taken  off peak    wall  idle peak    wall  idle/off peak  wall
+   100           2    0 %    0 %   8.0 MiB  0.50 s    4.0 MiB  0.55 s           0.50  1.10
+   100           1   50 %   49 %   8.0 MiB  0.60 s    6.0 MiB  0.60 s           0.75  1.00
+   400           2  100 %  100 %         -       -    5.0 MiB  1.00 s              -     -
 `
 	assert.Equal(t, want, b.String())
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -27,13 +28,14 @@ func runChild(c config, label string, stdout io.Writer) error {
 		return err
 	}
 	r.GOGC = c.gogc
+	r.GOMAXPROCS = runtime.GOMAXPROCS(0)
 	return writeJSONLine(stdout, r)
 }
 
 // spawn runs one mode in a child process of exe (this program) with GOGC
-// set, and returns its result. The child's standard error is ours, for its
+// and GOMAXPROCS (procs) set, and returns its result. The child's standard error is ours, for its
 // progress display and its error message.
-func spawn(exe string, c config, m mode, label string, stderr io.Writer) (result, error) {
+func spawn(exe string, c config, m mode, procs int, label string, stderr io.Writer) (result, error) {
 	args := []string{
 		"-mode", string(m),
 		"-len", strconv.FormatInt(c.length, 10),
@@ -42,7 +44,7 @@ func spawn(exe string, c config, m mode, label string, stderr io.Writer) (result
 		"-gogc", c.gogc,
 	}
 	cmd := exec.Command(exe, args...)
-	cmd.Env = childEnviron(os.Environ(), c.gogc, label)
+	cmd.Env = childEnviron(os.Environ(), c.gogc, procs, label)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = stderr
@@ -53,20 +55,21 @@ func spawn(exe string, c config, m mode, label string, stderr io.Writer) (result
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		return result{}, fmt.Errorf("%s run: reading its result %q: %w", label, out.String(), err)
 	}
-	if r.Mode != m {
-		return result{}, fmt.Errorf("%s run: reported mode %q", label, r.Mode)
+	if r.Mode != m || r.GOMAXPROCS != procs {
+		return result{}, fmt.Errorf("%s run: reported mode %q with GOMAXPROCS %d", label, r.Mode, r.GOMAXPROCS)
 	}
 	return r, nil
 }
 
-// childEnviron is env with GOGC replaced and the child marker added.
-func childEnviron(env []string, gogc, label string) []string {
-	out := make([]string, 0, len(env)+2)
+// childEnviron is env with GOGC and GOMAXPROCS replaced and the child
+// marker added.
+func childEnviron(env []string, gogc string, procs int, label string) []string {
+	out := make([]string, 0, len(env)+3)
 	for _, kv := range env {
-		if strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, childEnv+"=") {
+		if strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMAXPROCS=") || strings.HasPrefix(kv, childEnv+"=") {
 			continue
 		}
 		out = append(out, kv)
 	}
-	return append(out, "GOGC="+gogc, childEnv+"="+label)
+	return append(out, "GOGC="+gogc, "GOMAXPROCS="+strconv.Itoa(procs), childEnv+"="+label)
 }

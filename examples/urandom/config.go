@@ -58,16 +58,39 @@ type config struct {
 	// busy lists the shares of one CPU, in percent, to keep busy in
 	// another process during the runs; every mode runs at every level.
 	busy []int
+	// procs lists the GOMAXPROCS of the runs; every mode runs with each.
+	procs []int
+	// frontier lists the GOGC settings at which the off loop also runs,
+	// so that the stepper is seen beside the best GOGC (see bestGOGC);
+	// empty for none.
+	frontier []string
+	// probe asks for the machine's prices before the runs.
+	probe bool
+}
+
+// defaultFrontier is the GOGC settings at which the plain loop runs beside
+// the stepper by default: a user can always turn GOGC down instead of
+// running a stepper, so the stepper's result is read against the best of
+// these that costs no more. They are bench/footprint's frontier.
+var defaultFrontier = []string{"400", "200", "100", "50", "25", "10"}
+
+// environ is what parseConfig reads from the environment, passed in so
+// that tests control it.
+type environ struct {
+	gogc    string // $GOGC, "" when unset
+	procs   string // $GOMAXPROCS, "" when unset
+	numCPU  int    // runtime.NumCPU()
+	fdLimit uint64 // the open-file limit (RLIMIT_NOFILE)
 }
 
 // errHelp is returned by parseConfig for -h: not a failure.
 var errHelp = flag.ErrHelp
 
-// parseConfig parses and validates the command line. envGOGC is the
-// environment's GOGC ("" when unset) and fdLimit the open-file limit
-// (RLIMIT_NOFILE), both passed in so that tests control them. Usage goes to
-// usage only for -h; every error is one line, suitable for printing as is.
-func parseConfig(args []string, envGOGC string, fdLimit uint64, usage io.Writer) (config, error) {
+// parseConfig parses and validates the command line, with defaults from
+// env. Usage goes to usage only for -h; every error is one line, suitable
+// for printing as is.
+func parseConfig(args []string, env environ, usage io.Writer) (config, error) {
+	envGOGC, fdLimit := env.gogc, env.fdLimit
 	fs := flag.NewFlagSet("urandom", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	modes := fs.String("mode", joinModes(allModes), "modes to run, comma-separated: off, idle, goroutines, floor, thread")
@@ -82,6 +105,13 @@ func parseConfig(args []string, envGOGC string, fdLimit uint64, usage io.Writer)
 	runs := fs.Int("runs", 1, "runs of each mode, interleaved; the table shows medians")
 	asJSON := fs.Bool("json", false, "print one JSON object per run, one per line")
 	busy := fs.String("busy", "0", "percent of one CPU kept busy by another process during every run, comma-separated levels such as 0,50,100")
+	defProcs := env.procs
+	if defProcs == "" {
+		defProcs = joinInts(machineProcs(env.numCPU))
+	}
+	procs := fs.String("procs", defProcs, "GOMAXPROCS for the runs, comma-separated; every mode runs with each (default: $GOMAXPROCS, else every CPU and 1)")
+	frontier := fs.String("frontier", strings.Join(defaultFrontier, ","), `GOGC settings at which the off loop also runs, to find the best GOGC beside the idle mode; "none" for none`)
+	probe := fs.Bool("probe", true, "measure what this machine charges for a GC cycle and a wakeup before the runs (well under a second)")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -96,8 +126,17 @@ func parseConfig(args []string, envGOGC string, fdLimit uint64, usage io.Writer)
 		return config{}, fmt.Errorf("unexpected argument %q (try -h)", fs.Arg(0))
 	}
 
-	c := config{length: *length, readers: *readers, chunk: *chunk, runs: *runs, json: *asJSON}
+	c := config{length: *length, readers: *readers, chunk: *chunk, runs: *runs, json: *asJSON, probe: *probe}
 	var err error
+	if c.procs, err = parseProcs(*procs); err != nil {
+		if !flagSet(fs, "procs") && env.procs != "" {
+			err = fmt.Errorf("%w (the default, from $GOMAXPROCS)", err)
+		}
+		return config{}, err
+	}
+	if c.frontier, err = parseFrontier(*frontier); err != nil {
+		return config{}, err
+	}
 	if c.modes, err = parseModes(*modes); err != nil {
 		return config{}, err
 	}
@@ -193,6 +232,61 @@ func parseBusy(s string) ([]int, error) {
 		levels = append(levels, n)
 	}
 	return levels, nil
+}
+
+// machineProcs is the default -procs: every CPU and one P, or one P alone
+// on a one-CPU machine.
+func machineProcs(numCPU int) []int {
+	if numCPU <= 1 {
+		return []int{1}
+	}
+	return []int{numCPU, 1}
+}
+
+// parseProcs parses -procs: comma-separated GOMAXPROCS values, 1 and up,
+// each given once.
+func parseProcs(s string) ([]int, error) {
+	var procs []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-procs %q: want GOMAXPROCS values (1 or more), comma-separated", s)
+		}
+		if slices.Contains(procs, n) {
+			return nil, fmt.Errorf("-procs %q: %d given twice", s, n)
+		}
+		procs = append(procs, n)
+	}
+	return procs, nil
+}
+
+// parseFrontier parses -frontier: "none", or comma-separated GOGC
+// percentages, each given once ("off" is no point of a frontier: its heap
+// grows with the stream).
+func parseFrontier(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "none" {
+		return nil, nil
+	}
+	var gs []string
+	for _, f := range strings.Split(s, ",") {
+		g, err := parseGOGC(strings.TrimSpace(f))
+		if err != nil || g == "off" {
+			return nil, fmt.Errorf(`-frontier %q: want GOGC percentages, comma-separated, or "none"`, s)
+		}
+		if slices.Contains(gs, g) {
+			return nil, fmt.Errorf("-frontier %q: %s given twice", s, g)
+		}
+		gs = append(gs, g)
+	}
+	return gs, nil
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
 }
 
 // parseGOGC accepts what the runtime accepts in GOGC, less its leniency:

@@ -12,8 +12,9 @@
 //	            while blocked, with no stepper: a plain event loop; it
 //	            waits parked in Go's netpoller (poller.WithNetpoller(true)),
 //	            as a loop consuming a stream from the same program should
-//	idle        the same loop with gcstep.NewRuntime as its stepper, so the
-//	            loop's idle moments are offered to the garbage collector
+//	idle        the same loop with gcstep.NewRuntime() as its stepper, no
+//	            options, so the loop's idle moments are offered to the
+//	            garbage collector
 //	goroutines  idiomatic Go: one goroutine per dup doing blocking
 //	            os.File reads through Go's own netpoller
 //	floor       the off loop reading into one reused buffer: no garbage at
@@ -37,9 +38,20 @@
 // error and a non-zero exit status.
 //
 // Every run happens in a child process (the command runs itself again),
-// because peak resident set size is a property of a process. By default the
-// three modes run once each; -runs N runs them N times, interleaved (off,
-// idle, goroutines, off, idle, ...), and the table reports medians.
+// because peak resident set size is a property of a process, with its own
+// GOGC and GOMAXPROCS. By default the three modes run once each with every
+// CPU and once each with one P (GOMAXPROCS=1: a one-CPU machine, or a
+// process per core), and the off loop also runs at each GOGC setting of
+// -frontier, so that the idle mode is seen beside the best GOGC: the
+// lowest peak RSS among those settings whose wall and CPU time are no more
+// than the idle mode's. A user can always turn GOGC down instead of running
+// a stepper; the stepper wins only where it holds less than that. Before
+// the runs, a quick probe (well under a second) measures what this machine
+// charges for a collection cycle with every CPU and with one P and for
+// waking a sleeping thread (bench/machine measures them properly): where a
+// cycle is dear, idle collection has less to win, and a table without a
+// win says why. -runs N runs everything N times, interleaved (off, idle,
+// goroutines, off, idle, ...), and the tables report medians.
 //
 // Usage:
 //
@@ -64,6 +76,17 @@
 //		runs of each mode; the table shows medians (default 1)
 //	-json
 //		print one JSON object per run, one per line, instead of the table
+//	-procs list
+//		GOMAXPROCS for the runs, comma-separated; every mode runs with
+//		each, and the table shows them side by side (default:
+//		$GOMAXPROCS, else every CPU and 1)
+//	-frontier list
+//		GOGC settings at which the off loop also runs, for the best-GOGC
+//		table, or "none" (default "400,200,100,50,25,10"; only when the
+//		idle mode runs)
+//	-probe
+//		measure this machine's prices before the runs (default true;
+//		-probe=false to skip)
 //	-busy list
 //		percentages of one CPU, comma-separated, that another process
 //		keeps busy during each run, to see the modes on a machine they
@@ -73,27 +96,36 @@
 //		killed after it, and dies with this program. Every mode runs at
 //		every level, interleaved, with one table per level
 //
-// With more than one -gogc value or -busy level, a last table puts them
-// side by side: a row per GOGC and level, with the share of one CPU the
-// busy process actually took, every mode's peak RSS and wall time, and each
-// mode's ratios to off at the same GOGC and level. For example
-//
-//	go run ./examples/urandom -gogc 100,400 -busy 0,50,100 -runs 5
-//
-// The table has one row per mode: mode, GOGC, peak RSS (and its ratio to the
-// off mode's), wall time (and its ratio), CPU time (user and system, the
+// The first table has one row per mode and GOMAXPROCS: mode, GOMAXPROCS,
+// GOGC, peak RSS (and its ratio to the off mode's with the same
+// GOMAXPROCS), wall time (and its ratio), CPU time (user and system, the
 // whole process), GC cycles (all of them, the runtime's and the
 // stepper's), stepper (of those, how many the idle mode's stepper ran or
 // started), idle steps taken by the loop, bytes read, and whether the
-// digests matched. The JSON objects carry the same numbers under the names
-// mode, gogc, peak_rss_bytes, wall_seconds, cpu_seconds, gc_cycles,
+// digests matched. The best-GOGC table that follows has, for each
+// GOMAXPROCS, the off loop at each -frontier setting and the idle mode,
+// with ratios to the idle mode, whether each setting costs no more wall
+// and CPU time than the idle mode, and the best of those marked; a line
+// per GOMAXPROCS says it in words.
+//
+// With more than one -gogc value or -busy level, a last table puts them
+// side by side: a row per GOGC, GOMAXPROCS and level, with the share of
+// one CPU the busy process actually took, every mode's peak RSS and wall
+// time, and each mode's ratios to off at the same GOGC and level. For
+// example
+//
+//	go run ./examples/urandom -gogc 100,400 -busy 0,50,100 -runs 5
+//
+// The JSON objects carry the numbers of each run under the names mode,
+// gogc, gomaxprocs, peak_rss_bytes, wall_seconds, cpu_seconds, gc_cycles,
 // stepper_gc_cycles, idle_steps, bytes, digest_ok, and also
 // forced_gc_cycles (cycles started by runtime.GC), run, readers, chunk,
 // digest, busy_percent (the -busy level) and busy_share (the share of one
 // CPU the busy process actually took, less than asked when the machine is
-// busier still) and, for the loop modes, loop (the poller.Stats of the loop) and stepper (the
-// gcstep.Stats of the idle mode's runtime stepper). With -runs, the JSON
-// has one object per run and no medians.
+// busier still) and, for the loop modes, loop (the poller.Stats of the
+// loop) and stepper (the gcstep.Stats of the idle mode's runtime
+// stepper). With -runs, the JSON has one object per run and no medians;
+// the probe is left out.
 //
 // On a terminal, a one-line progress display (bytes, rate, current RSS) is
 // kept up to date on standard error; there is none when standard error is
@@ -101,6 +133,7 @@
 //
 // Bad input (-len or -chunk below 1, -readers below 1 or above what the
 // open-file limit allows, -runs below 1, an unknown mode or GOGC value, a
-// -busy level outside 0 to 100 or given twice) is
+// -busy level outside 0 to 100 or given twice, a -procs value below 1, a
+// -frontier setting of "off") is
 // reported in one line before any work, with exit status 2.
 package main

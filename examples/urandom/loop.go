@@ -31,9 +31,9 @@ func loopReader(idle, reuse, onThread bool) readFunc {
 		lock := gvl.New()
 		opts := []poller.Option{poller.WithGVL(lock), poller.WithNetpoller(!onThread)}
 		if idle {
-			// A stream: the writer does not wait for the reader (see
-			// gcstep.WithStreams).
-			rt := gcstep.NewRuntime(gcstep.WithStreams(true))
+			// No options: what a newcomer who copies the README's
+			// snippet gets.
+			rt := gcstep.NewRuntime()
 			defer func() {
 				st := rt.Stats()
 				ls.stepper = &st

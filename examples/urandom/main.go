@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 
 	"github.com/idlemux/idlemux/internal/cpuburn"
 )
@@ -22,7 +23,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "urandom: %v\n", err)
 		return 1
 	}
-	c, err := parseConfig(args, os.Getenv("GOGC"), limit, stdout)
+	env := environ{gogc: os.Getenv("GOGC"), procs: os.Getenv("GOMAXPROCS"), numCPU: runtime.NumCPU(), fdLimit: limit}
+	c, err := parseConfig(args, env, stdout)
 	if errors.Is(err, errHelp) {
 		return 0
 	}

@@ -71,7 +71,7 @@ func decodeLines(t *testing.T, s string) []result {
 }
 
 func TestJSONEveryMode(t *testing.T) {
-	out, errOut, status := command(t, nil, "-len", "300001", "-readers", "3", "-chunk", "1000", "-gogc", "50", "-json")
+	out, errOut, status := command(t, nil, "-len", "300001", "-readers", "3", "-chunk", "1000", "-gogc", "50", "-procs", "1", "-frontier", "none", "-json")
 	if status != 0 {
 		t.Fatalf("got exit status %d, want 0; stderr:\n%s", status, errOut)
 	}
@@ -86,8 +86,8 @@ func TestJSONEveryMode(t *testing.T) {
 		if r.Mode != allModes[i] || r.Run != 1 {
 			t.Errorf("result %d: got %s run %d, want %s run 1", i, r.Mode, r.Run, allModes[i])
 		}
-		if !r.DigestOK || r.Bytes != smallLen || r.GOGC != "50" || r.Readers != 3 || r.Chunk != 1000 {
-			t.Errorf("%s: got %+v, want digest ok, %d bytes, GOGC 50, 3 readers, 1000-byte chunks", r.Mode, r, smallLen)
+		if !r.DigestOK || r.Bytes != smallLen || r.GOGC != "50" || r.GOMAXPROCS != 1 || r.Readers != 3 || r.Chunk != 1000 {
+			t.Errorf("%s: got %+v, want digest ok, %d bytes, GOGC 50, GOMAXPROCS 1, 3 readers, 1000-byte chunks", r.Mode, r, smallLen)
 		}
 		if r.PeakRSSBytes == 0 || r.WallSeconds <= 0 || r.CPUSeconds < 0 || len(r.Digest) != 64 {
 			t.Errorf("%s: got %+v, want a peak RSS, a wall time, a CPU time and a digest", r.Mode, r)
@@ -100,13 +100,15 @@ func TestJSONEveryMode(t *testing.T) {
 	}
 }
 
-// TestIdleStepperCollects: the idle mode's stepper runs collection cycles
-// in the loop's idle time. Each run reads 8 MB into fresh 16 KiB buffers,
-// that much garbage; the policy may decline a given moment (a busy machine
-// leaves few idle ones), so the test asks for a cycle in any of three runs,
-// which a stepper that stopped working would never run.
+// TestIdleStepperCollects: the idle mode's stepper, gcstep.NewRuntime with
+// no options, runs collection cycles in the loop's idle time. Each run
+// reads 8 MB into fresh 16 KiB buffers, that much garbage, with one P,
+// where a cycle is cheapest; the policy may decline a given moment (a busy
+// machine leaves few idle ones), so the test asks for a cycle in any of
+// three runs, which a stepper that stopped working would never run.
 func TestIdleStepperCollects(t *testing.T) {
-	out, errOut, status := command(t, nil, "-len", "8000000", "-mode", "idle", "-runs", "3", "-json")
+	out, errOut, status := command(t, nil, "-len", "8000000", "-mode", "idle", "-runs", "3",
+		"-procs", "1", "-frontier", "none", "-json")
 	require.Equal(t, 0, status, "stderr:\n%s", errOut)
 	rs := decodeLines(t, out)
 	require.Len(t, rs, 3)
@@ -120,7 +122,7 @@ func TestIdleStepperCollects(t *testing.T) {
 }
 
 func TestRunsInterleave(t *testing.T) {
-	out, errOut, status := command(t, []string{"GOGC=off"}, "-len", "50000", "-readers", "2", "-mode", "idle,off", "-runs", "2", "-json")
+	out, errOut, status := command(t, []string{"GOGC=off"}, "-len", "50000", "-readers", "2", "-mode", "idle,off", "-runs", "2", "-procs", "1", "-frontier", "none", "-json")
 	if status != 0 {
 		t.Fatalf("got exit status %d, want 0; stderr:\n%s", status, errOut)
 	}
@@ -135,7 +137,7 @@ func TestRunsInterleave(t *testing.T) {
 }
 
 func TestTable(t *testing.T) {
-	out, errOut, status := command(t, nil, "-len", "100000", "-readers", "2", "-gogc", "100")
+	out, errOut, status := command(t, nil, "-len", "100000", "-readers", "2", "-gogc", "100", "-procs", "1", "-frontier", "none", "-probe=false")
 	if status != 0 {
 		t.Fatalf("got exit status %d, want 0; stderr:\n%s", status, errOut)
 	}

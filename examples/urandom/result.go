@@ -14,7 +14,8 @@ import (
 type result struct {
 	Mode           mode    `json:"mode"`
 	GOGC           string  `json:"gogc"` // a percentage or "off", as in $GOGC
-	Run            int     `json:"run"`  // 1-based; 0 for a median
+	GOMAXPROCS     int     `json:"gomaxprocs"`
+	Run            int     `json:"run"` // 1-based; 0 for a median
 	PeakRSSBytes   uint64  `json:"peak_rss_bytes"`
 	WallSeconds    float64 `json:"wall_seconds"`
 	CPUSeconds     float64 `json:"cpu_seconds"` // user and system, the whole process

@@ -8,7 +8,8 @@ import (
 )
 
 // writeTable writes one row per summary, headed by a line saying what was
-// run. Ratios are to the off row, the baseline, when there is one.
+// run. Ratios are to the off row with the same GOMAXPROCS, the baseline,
+// when there is one.
 func writeTable(w io.Writer, c config, rows []result) error {
 	var head strings.Builder
 	readers := "readers"
@@ -28,10 +29,10 @@ func writeTable(w io.Writer, c config, rows []result) error {
 		return err
 	}
 
-	var base *result
+	base := map[int]*result{} // the off row of each GOMAXPROCS
 	for i := range rows {
 		if rows[i].Mode == modeOff {
-			base = &rows[i]
+			base[rows[i].GOMAXPROCS] = &rows[i]
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -41,10 +42,10 @@ func writeTable(w io.Writer, c config, rows []result) error {
 	for _, m := range knownModes {
 		width = max(width, len(m))
 	}
-	fmt.Fprintf(tw, "%-*s\tGOGC\tpeak RSS\t×off\twall\t×off\tCPU\tGC cycles\tstepper\tidle steps\tbytes\tdigest\t\n", width, "mode")
+	fmt.Fprintf(tw, "%-*s\tGOMAXPROCS\tGOGC\tpeak RSS\t×off\twall\t×off\tCPU\tGC cycles\tstepper\tidle steps\tbytes\tdigest\t\n", width, "mode")
 	for _, r := range rows {
 		rssRatio, wallRatio := "-", "-"
-		if base != nil && base.PeakRSSBytes > 0 && base.WallSeconds > 0 {
+		if base := base[r.GOMAXPROCS]; base != nil && base.PeakRSSBytes > 0 && base.WallSeconds > 0 {
 			rssRatio = fmt.Sprintf("%.2f", float64(r.PeakRSSBytes)/float64(base.PeakRSSBytes))
 			wallRatio = fmt.Sprintf("%.2f", r.WallSeconds/base.WallSeconds)
 		}
@@ -60,15 +61,15 @@ func writeTable(w io.Writer, c config, rows []result) error {
 		if !r.DigestOK {
 			digest = "MISMATCH"
 		}
-		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%.2f s\t%s\t%.2f s\t%d\t%s\t%s\t%s\t%s\t\n",
-			width, r.Mode, r.GOGC, formatMiB(r.PeakRSSBytes), rssRatio, r.WallSeconds, wallRatio, r.CPUSeconds,
+		fmt.Fprintf(tw, "%-*s\t%d\t%s\t%s\t%s\t%.2f s\t%s\t%.2f s\t%d\t%s\t%s\t%s\t%s\t\n",
+			width, r.Mode, r.GOMAXPROCS, r.GOGC, formatMiB(r.PeakRSSBytes), rssRatio, r.WallSeconds, wallRatio, r.CPUSeconds,
 			r.GCCycles, stepped, steps, formatCount(r.Bytes), digest)
 	}
 	return tw.Flush()
 }
 
-// writeConditions writes one row per GOGC and -busy level, from each
-// level's summaries: every mode's peak RSS and wall time, and each mode's
+// writeConditions writes one row per GOGC, GOMAXPROCS and -busy level,
+// from each level's summaries: every mode's peak RSS and wall time, and each mode's
 // ratios to the off mode's at the same level. It is the table that shows
 // how a mode's advantage changes as CPU is taken away. note ends the
 // heading.
@@ -82,7 +83,7 @@ func writeConditions(w io.Writer, c config, groups [][]result, note string) erro
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "GOGC\tbusy\ttaken\t"
+	head := "GOGC\tGOMAXPROCS\tbusy\ttaken\t"
 	for _, m := range c.modes {
 		head += string(m) + " peak\twall\t"
 	}
@@ -101,7 +102,7 @@ func writeConditions(w io.Writer, c config, groups [][]result, note string) erro
 			byMode[r.Mode] = r
 		}
 		first := rows[0]
-		fmt.Fprintf(tw, "%s\t%d %%\t%.0f %%\t", first.GOGC, first.BusyPercent, 100*first.BusyShare)
+		fmt.Fprintf(tw, "%s\t%d\t%d %%\t%.0f %%\t", first.GOGC, first.GOMAXPROCS, first.BusyPercent, 100*first.BusyShare)
 		for _, m := range c.modes {
 			r, ok := byMode[m]
 			if !ok {

@@ -9,9 +9,9 @@ import (
 func TestWriteTable(t *testing.T) {
 	c := config{length: 100_000_000, readers: 10, chunk: 16384, gogc: "100", runs: 5}
 	rows := []result{
-		{Mode: modeOff, GOGC: "100", PeakRSSBytes: 8 << 20, WallSeconds: 0.5, CPUSeconds: 0.7, GCCycles: 25, Bytes: 100_000_000, DigestOK: true},
-		{Mode: modeIdle, GOGC: "100", PeakRSSBytes: 4 << 20, WallSeconds: 0.51, CPUSeconds: 0.81, GCCycles: 40, StepperCycles: 20, IdleSteps: 12345, Bytes: 100_000_000, DigestOK: true},
-		{Mode: modeGoroutines, GOGC: "100", PeakRSSBytes: 9 << 19, WallSeconds: 0.55, CPUSeconds: 0.9, GCCycles: 26, Bytes: 99_999_999, DigestOK: false},
+		{Mode: modeOff, GOGC: "100", GOMAXPROCS: 2, PeakRSSBytes: 8 << 20, WallSeconds: 0.5, CPUSeconds: 0.7, GCCycles: 25, Bytes: 100_000_000, DigestOK: true},
+		{Mode: modeIdle, GOGC: "100", GOMAXPROCS: 2, PeakRSSBytes: 4 << 20, WallSeconds: 0.51, CPUSeconds: 0.81, GCCycles: 40, StepperCycles: 20, IdleSteps: 12345, Bytes: 100_000_000, DigestOK: true},
+		{Mode: modeGoroutines, GOGC: "100", GOMAXPROCS: 2, PeakRSSBytes: 9 << 19, WallSeconds: 0.55, CPUSeconds: 0.9, GCCycles: 26, Bytes: 99_999_999, DigestOK: false},
 	}
 	var b strings.Builder
 	if err := writeTable(&b, c, rows); err != nil {
@@ -19,10 +19,10 @@ func TestWriteTable(t *testing.T) {
 	}
 	want := `100,000,000 bytes from /dev/urandom, 10 readers, 16384-byte reads, GOGC=100, median of 5 runs
 
-  mode        GOGC  peak RSS  ×off    wall  ×off     CPU  GC cycles  stepper  idle steps        bytes    digest
-  off          100   8.0 MiB  1.00  0.50 s  1.00  0.70 s         25        -           0  100,000,000        ok
-  idle         100   4.0 MiB  0.50  0.51 s  1.02  0.81 s         40       20      12,345  100,000,000        ok
-  goroutines   100   4.5 MiB  0.56  0.55 s  1.10  0.90 s         26        -           -   99,999,999  MISMATCH
+  mode        GOMAXPROCS  GOGC  peak RSS  ×off    wall  ×off     CPU  GC cycles  stepper  idle steps        bytes    digest
+  off                  2   100   8.0 MiB  1.00  0.50 s  1.00  0.70 s         25        -           0  100,000,000        ok
+  idle                 2   100   4.0 MiB  0.50  0.51 s  1.02  0.81 s         40       20      12,345  100,000,000        ok
+  goroutines           2   100   4.5 MiB  0.56  0.55 s  1.10  0.90 s         26        -           -   99,999,999  MISMATCH
 `
 	if got := b.String(); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
@@ -42,7 +42,7 @@ func TestWriteTableWithoutBaseline(t *testing.T) {
 	if want := "10 bytes from /dev/urandom, 1 reader, 1-byte reads, GOGC=off"; lines[0] != want {
 		t.Errorf("got heading %q, want %q", lines[0], want)
 	}
-	if f := strings.Fields(lines[3]); len(f) < 6 || f[4] != "-" || f[7] != "-" {
+	if f := strings.Fields(lines[3]); len(f) < 6 || f[5] != "-" || f[8] != "-" {
 		t.Errorf("got row %q, want - for both ratios without an off row", lines[3])
 	}
 }

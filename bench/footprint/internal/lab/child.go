@@ -79,6 +79,9 @@ type RunResult struct {
 	IdleSteps    uint64  `json:"idle_steps"`
 	IdleStepTime float64 `json:"idle_step_seconds"`
 	Syscalls     uint64  `json:"poller_syscalls"`
+	// Blocked is the time the loop spent blocked in the kernel, waiting
+	// for work: its idle time, in seconds.
+	Blocked float64 `json:"blocked_seconds,omitempty"`
 
 	// Requests counts the requests served and HandlerSyscalls the system
 	// calls the workload's handlers made besides the poller's
@@ -236,6 +239,10 @@ func runChild(spec ChildSpec) RunResult {
 		res.Error = fmt.Sprintf("unknown workload %q", spec.Workload)
 		return res
 	}
+	if spec.Floor && !w.Floor {
+		res.Error = fmt.Sprintf("workload %q has no floor variant", spec.Workload)
+		return res
+	}
 	st, closeStepper, err := stepper(spec.Stepping, w.Stream)
 	if err != nil {
 		res.Error = err.Error()
@@ -245,7 +252,7 @@ func runChild(spec ChildSpec) RunResult {
 	c0 := gcCycles()
 	smp := startSampler(spec.SampleEvery, spec.Profile != "")
 	t0 := time.Now()
-	wr, err := w.run(st, spec.Quick, smp.mark)
+	wr, err := w.run(st, runOptions{quick: spec.Quick, floor: spec.Floor, mark: smp.mark})
 	res.Wall = time.Since(t0).Seconds()
 	res.Samples = smp.finish()
 	if rt, ok := st.(*gcstep.Runtime); ok {
@@ -265,6 +272,7 @@ func runChild(spec ChildSpec) RunResult {
 	}
 	res.OK, res.Check, res.Bytes = wr.OK, wr.Check, wr.Bytes
 	res.IdleSteps, res.IdleStepTime, res.Syscalls = wr.Loop.Steps, wr.Loop.StepTime.Seconds(), wr.Loop.Syscalls
+	res.Blocked = wr.Loop.BlockedTime.Seconds()
 	res.LatencyKind, res.Latency = wr.LatencyKind, percentilesOf(wr.Latencies)
 	res.Requests, res.HandlerSyscalls = wr.Requests, wr.HandlerSyscalls
 	if wr.AfterBurst != nil {

@@ -1,10 +1,12 @@
 package lab
 
 import (
+	"encoding/binary"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestHandleMatchesExpectedSum(t *testing.T) {
@@ -56,7 +58,7 @@ func TestNearestRank(t *testing.T) {
 }
 
 func TestSteppers(t *testing.T) {
-	for _, name := range Steppings {
+	for _, name := range append(Steppings[:len(Steppings):len(Steppings)], "default") {
 		st, release, err := stepper(name, false)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -84,4 +86,32 @@ func TestGCSettings(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestStreamWorkloads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves 40 MiB through pipes")
+	}
+	for _, name := range []string{"paced", "chunk", "urandom"} {
+		w, ok := FindWorkload(name)
+		require.True(t, ok, name)
+		for _, floor := range []bool{false, true} {
+			res, err := w.run(nil, runOptions{quick: true, floor: floor, mark: func(bool) {}})
+			require.NoError(t, err, "%s floor=%v", name, floor)
+			assert.True(t, res.OK, "%s floor=%v: %s", name, floor, res.Check)
+			assert.Positive(t, res.Bytes)
+		}
+	}
+}
+
+func TestAnswerFloorAnswersAlike(t *testing.T) {
+	var req [msgSize]byte
+	binary.LittleEndian.PutUint64(req[:], 42)
+	binary.LittleEndian.PutUint32(req[8:], 4096)
+	binary.LittleEndian.PutUint32(req[12:], 7)
+	a, sa := answer(req[:])
+	f, sf := answerFloor(req[:])
+	assert.Equal(t, a, f)
+	assert.Equal(t, sa, sf)
+	assert.Zero(t, testing.AllocsPerRun(10, func() { answerFloor(req[:]) }), "the floor makes no garbage")
 }

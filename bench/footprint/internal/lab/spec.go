@@ -48,6 +48,9 @@ var Steppings = []string{"off", "naive", "runtime"}
 //     reports no more work, so the loop blocks after each cycle.
 //   - runtime: gcstep.NewRuntime with its defaults, and WithStreams(true)
 //     for a stream workload (see Workload.Stream).
+//   - default: gcstep.NewRuntime() with no options at all, on every
+//     workload: what a user who copies the README's snippet gets. The
+//     frontier (bench/footprint -frontier) measures this one.
 func stepper(name string, stream bool) (gcstep.Stepper, func(), error) {
 	switch name {
 	case "off":
@@ -60,6 +63,9 @@ func stepper(name string, stream bool) (gcstep.Stepper, func(), error) {
 	case "runtime":
 		rt := gcstep.NewRuntime(gcstep.WithStreams(stream))
 		return rt, rt.Close, nil
+	case "default":
+		rt := gcstep.NewRuntime()
+		return rt, rt.Close, nil
 	}
 	return nil, nil, fmt.Errorf("unknown stepping policy %q", name)
 }
@@ -71,6 +77,8 @@ type ChildSpec struct {
 	Stepping string    `json:"stepping"`
 	GC       GCSetting `json:"gc"`
 	Quick    bool      `json:"quick"`
+	// Floor asks for the workload's floor variant (Workload.Floor).
+	Floor bool `json:"floor,omitempty"`
 	// Out is where the child writes its RunResult as JSON.
 	Out string `json:"out"`
 	// Profile, if set, is where the child writes a heap profile taken

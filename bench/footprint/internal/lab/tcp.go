@@ -71,6 +71,7 @@ func listenLoopback() (int, string, error) {
 // which never block.
 type tcpServer struct {
 	loop     *poller.Loop
+	answer   func(req []byte) ([msgSize]byte, uint32)
 	conns    map[int]bool // accepted fds not yet closed
 	syscalls uint64       // made by the handlers: accepts, reads, writes
 	served   int64        // requests answered
@@ -143,7 +144,7 @@ func (s *tcpServer) connHandler() poller.Handler {
 		}
 		pending = append(pending, in[:n]...)
 		for len(pending) >= msgSize {
-			out, size := answer(pending)
+			out, size := s.answer(pending)
 			pending = pending[msgSize:]
 			s.syscalls++
 			if w, err := unix.Write(fd, out[:]); err != nil || w != msgSize {
@@ -165,9 +166,9 @@ func (s *tcpServer) connHandler() poller.Handler {
 // makes the server allocate, separated by idle gaps, and times every
 // request. The server reads RSS at AfterBurstOffsets after each burst ends
 // (the client says when over a pipe) and tells the sampler where the gaps
-// are.
-func runTCP(st gcstep.Stepper, quick bool, mark func(gap bool)) (workResult, error) {
-	c := tcpConfig(quick)
+// are. Its floor variant answers without allocating.
+func runTCP(st gcstep.Stepper, o runOptions) (workResult, error) {
+	c, mark := tcpConfig(o.quick), o.mark
 	lfd, addr, err := listenLoopback()
 	if err != nil {
 		return workResult{}, err
@@ -177,7 +178,7 @@ func runTCP(st gcstep.Stepper, quick bool, mark func(gap bool)) (workResult, err
 		unix.Close(lfd)
 		return workResult{}, err
 	}
-	srv := &tcpServer{loop: loop, conns: map[int]bool{}}
+	srv := &tcpServer{loop: loop, answer: answerer(o.floor), conns: map[int]bool{}}
 	defer func() {
 		for fd := range srv.conns {
 			unix.Close(fd)

@@ -18,11 +18,11 @@ func TestTCPWorkload(t *testing.T) {
 	c := tcpConfig(true)
 	var mu sync.Mutex
 	var marks []bool
-	res, err := runTCP(nil, true, func(gap bool) {
+	res, err := runTCP(nil, runOptions{quick: true, mark: func(gap bool) {
 		mu.Lock()
 		marks = append(marks, gap)
 		mu.Unlock()
-	})
+	}})
 	require.NoError(t, err)
 	require.True(t, res.OK, res.Check)
 	want := c.conns * c.bursts * c.perBurst

@@ -38,7 +38,19 @@ type Workload struct {
 	// loop: the runtime policy gets gcstep.WithStreams(true) there, as
 	// the urandom demo does.
 	Stream bool
-	run    func(st gcstep.Stepper, quick bool, mark func(gap bool)) (workResult, error)
+	// Floor is set for a workload that has a floor variant: the same
+	// work making no garbage (one reused buffer, answers computed
+	// without allocating), the footprint no collector can beat.
+	Floor bool
+	run   func(st gcstep.Stepper, o runOptions) (workResult, error)
+}
+
+// runOptions are how a workload is run besides its stepper.
+type runOptions struct {
+	quick bool // the reduced size
+	floor bool // the floor variant: no garbage
+	// mark tells the sampler when an idle gap starts (true) and ends.
+	mark func(gap bool)
 }
 
 // workResult is what a workload reports besides what the sampler sees.
@@ -70,6 +82,7 @@ var Workloads = []Workload{
 		},
 		MemLimit: "8MiB",
 		Stream:   true,
+		Floor:    true,
 		run:      runURandom,
 	},
 	{
@@ -80,6 +93,7 @@ var Workloads = []Workload{
 				c.conns, c.bursts, c.perBurst, c.garbage/1024, c.gap)
 		},
 		MemLimit: "32MiB",
+		Floor:    true,
 		run:      runBursty,
 	},
 	{
@@ -91,7 +105,32 @@ var Workloads = []Workload{
 		},
 		MemLimit:     "32MiB",
 		RequestReply: true,
+		Floor:        true,
 		run:          runTCP,
+	},
+	{
+		Name: "paced",
+		About: func(quick bool) string {
+			c := pacedConfig(quick)
+			return fmt.Sprintf("a stream paced by its producer: %d MiB written into a pipe in %d KiB chunks, a %v pause after every %d KiB, each chunk read by the loop into a fresh buffer",
+				c.total>>20, c.chunk>>10, c.pause, c.burst>>10)
+		},
+		MemLimit: "8MiB",
+		Stream:   true,
+		Floor:    true,
+		run:      runPaced,
+	},
+	{
+		Name: "chunk",
+		About: func(quick bool) string {
+			c := chunkConfig(quick)
+			return fmt.Sprintf("bench's ChunkLoop, a loop seldom idle: %d MiB written into a pipe as fast as it takes them, %d dups of its read end, each ready one read into a fresh %d KiB buffer",
+				c.total>>20, c.dups, c.chunk>>10)
+		},
+		MemLimit: "8MiB",
+		Stream:   true,
+		Floor:    true,
+		run:      runChunk,
 	},
 	{
 		Name: "bigheap",
@@ -178,9 +217,10 @@ func urandomLen(quick bool) int64 {
 // goroutine copies bytes from /dev/urandom into a pipe, ten dups of the
 // read end are registered with the loop, and each ready one reads into a
 // freshly allocated 16 KiB buffer, the garbage Ruby's read(16384) makes.
-// A SHA-256 of everything written must equal one of everything read.
-func runURandom(st gcstep.Stepper, quick bool, _ func(bool)) (workResult, error) {
-	total := urandomLen(quick)
+// A SHA-256 of everything written must equal one of everything read. Its
+// floor variant reads every chunk into the same buffer.
+func runURandom(st gcstep.Stepper, o runOptions) (workResult, error) {
+	total := urandomLen(o.quick)
 	r, w, err := nonblockingPipe()
 	if err != nil {
 		return workResult{}, err
@@ -255,6 +295,9 @@ func runURandom(st gcstep.Stepper, quick bool, _ func(bool)) (workResult, error)
 				last = buf[:n]
 				rh.Write(last)
 				read += int64(n)
+				if o.floor {
+					spare = buf
+				}
 			}
 		}); err != nil {
 			release()
@@ -322,6 +365,25 @@ func answer(req []byte) (out [msgSize]byte, size uint32) {
 	return out, size
 }
 
+// answerer returns answer, or for a floor variant answerFloor.
+func answerer(floor bool) func(req []byte) ([msgSize]byte, uint32) {
+	if floor {
+		return answerFloor
+	}
+	return answer
+}
+
+// answerFloor is answer without the garbage: the same response, computed
+// without allocating.
+func answerFloor(req []byte) (out [msgSize]byte, size uint32) {
+	id := binary.LittleEndian.Uint64(req)
+	size = binary.LittleEndian.Uint32(req[8:])
+	seed := binary.LittleEndian.Uint32(req[12:])
+	binary.LittleEndian.PutUint64(out[:], id)
+	binary.LittleEndian.PutUint64(out[8:], expectedSum(size, seed))
+	return out, size
+}
+
 // handle allocates about size bytes of linked nodes derived from seed and
 // returns their sum.
 func handle(size, seed uint32) uint64 {
@@ -347,10 +409,12 @@ func expectedSum(size, seed uint32) uint64 {
 
 // runBursty serves requests over socketpairs from the loop; client
 // goroutines send them in bursts separated by idle gaps (the situation
-// out-of-band GC was invented for) and time each one. mark(true) and
-// mark(false) tell the sampler when gaps start and end.
-func runBursty(st gcstep.Stepper, quick bool, mark func(gap bool)) (workResult, error) {
-	c := burstyConfig(quick)
+// out-of-band GC was invented for) and time each one. o.mark tells the
+// sampler when gaps start and end. Its floor variant answers without
+// allocating.
+func runBursty(st gcstep.Stepper, o runOptions) (workResult, error) {
+	c := burstyConfig(o.quick)
+	mark, ans := o.mark, answerer(o.floor)
 	loop, release, err := newLoop(st)
 	if err != nil {
 		return workResult{}, err
@@ -398,7 +462,7 @@ func runBursty(st gcstep.Stepper, quick bool, mark func(gap bool)) (workResult, 
 			}
 			pending = append(pending, in[:n]...)
 			for len(pending) >= msgSize {
-				out, size := answer(pending)
+				out, size := ans(pending)
 				pending = pending[msgSize:]
 				// One outstanding request per connection: the
 				// response always fits in the socket buffer.
@@ -545,8 +609,8 @@ func newItem(id int) *item {
 // tick of a loop timer: steady churn with short idle moments between ticks,
 // where an idle collector that collects whenever it can would spend its
 // life marking the same live heap. It reports how late each tick fired.
-func runBigheap(st gcstep.Stepper, quick bool, _ func(bool)) (workResult, error) {
-	c := bigheapConfig(quick)
+func runBigheap(st gcstep.Stepper, o runOptions) (workResult, error) {
+	c := bigheapConfig(o.quick)
 	n := c.live / 1024
 	items := make([]*item, n)
 	for i := range items {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package machine
 
 // adviseHuge reports that huge pages cannot be advised outside Linux.
-func adviseHuge([]byte) error { return errUnsupported }
+func adviseHuge([]byte) error { return ErrUnsupported }

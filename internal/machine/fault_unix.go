@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd
 
-package main
+package machine
 
 import (
 	"errors"
@@ -9,15 +9,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// errUnsupported says the system cannot advise huge pages.
-var errUnsupported = errors.New("huge pages cannot be advised here")
+// ErrUnsupported says the system cannot advise huge pages.
+var ErrUnsupported = errors.New("huge pages cannot be advised here")
 
-// pageFault maps n bytes (a multiple of 2 MiB) of anonymous memory,
+// PageFault maps n bytes (a multiple of 2 MiB) of anonymous memory,
 // touches every page once so that it is resident, returns it with
 // MADV_DONTNEED, and reports the mean time to touch a 4 KiB page again:
 // the price of taking back memory given to the operating system. With
 // huge, the range is advised MADV_HUGEPAGE first.
-func pageFault(n int, huge bool) (time.Duration, error) {
+func PageFault(n int, huge bool) (time.Duration, error) {
 	const page = 4 << 10
 	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package machine
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 func adviseHuge(b []byte) error {
 	err := unix.Madvise(b, unix.MADV_HUGEPAGE)
 	if errors.Is(err, unix.EINVAL) {
-		return errUnsupported
+		return ErrUnsupported
 	}
 	return err
 }

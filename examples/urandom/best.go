@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/idlemux/idlemux/internal/machine"
+)
+
+// A bestSet is what the best-GOGC table shows for one GOMAXPROCS: the off
+// loop's medians at each GOGC of the frontier, and the idle mode's.
+type bestSet struct {
+	procs int
+	off   []result
+	idle  result
+}
+
+// costsNoMore reports whether r costs no more than the idle mode: no more
+// wall time and no more CPU time, medians against medians.
+func (s bestSet) costsNoMore(r result) bool {
+	return r.WallSeconds <= s.idle.WallSeconds && r.CPUSeconds <= s.idle.CPUSeconds
+}
+
+// best is the index in s.off of the best GOGC, the off run with the lowest
+// peak RSS among those that cost no more than the idle mode, and false if
+// none does. A user can always turn GOGC down instead of running a
+// stepper: the stepper wins only where it holds less than this.
+func (s bestSet) best() (int, bool) {
+	at, found := 0, false
+	for i, r := range s.off {
+		if s.costsNoMore(r) && (!found || r.PeakRSSBytes < s.off[at].PeakRSSBytes) {
+			at, found = i, true
+		}
+	}
+	return at, found
+}
+
+// writeBest writes, for each GOMAXPROCS, the off loop at each GOGC of the
+// frontier beside the idle mode at gogc, with ratios to the idle mode, the
+// best GOGC marked, and a line per GOMAXPROCS naming it.
+func writeBest(w io.Writer, c config, gogc string, busy int, sets []bestSet) error {
+	head := fmt.Sprintf("the best GOGC beside the stepper: the off loop at GOGC %s and the idle mode at GOGC=%s",
+		strings.Join(c.frontierGOGCs(), ", "), gogc)
+	if c.runs > 1 {
+		head += fmt.Sprintf(", medians of %d runs", c.runs)
+	} else {
+		head += " (one run each, noisy: -runs 5 for medians)"
+	}
+	if busy > 0 {
+		head += fmt.Sprintf(", %d %% of one CPU kept busy by another process", busy)
+	}
+	head += ";\nbest GOGC: the lowest peak RSS among the GOGC settings whose wall and CPU time are no more than the idle mode's"
+	if _, err := fmt.Fprintf(w, "%s\n\n", head); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "GOMAXPROCS\t%-4s\tGOGC\tpeak RSS\t×idle\twall\t×idle\tCPU\t×idle\tcosts no more\t\n", "mode")
+	row := func(s bestSet, r result, cheap, mark string) {
+		// The mark is the line's trailing text, outside the columns.
+		fmt.Fprintf(tw, "%d\t%-4s\t%s\t%s\t%s\t%.2f s\t%s\t%.2f s\t%s\t%s\t%s\n", s.procs, r.Mode, r.GOGC,
+			formatMiB(r.PeakRSSBytes), ratio(float64(r.PeakRSSBytes), float64(s.idle.PeakRSSBytes)),
+			r.WallSeconds, ratio(r.WallSeconds, s.idle.WallSeconds),
+			r.CPUSeconds, ratio(r.CPUSeconds, s.idle.CPUSeconds), cheap, mark)
+	}
+	for _, s := range sets {
+		at, found := s.best()
+		for i, r := range s.off {
+			cheap, mark := "no", ""
+			if s.costsNoMore(r) {
+				cheap = "yes"
+			}
+			if found && i == at {
+				mark = "  best GOGC"
+			}
+			row(s, r, cheap, mark)
+		}
+		row(s, s.idle, "-", "")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, s := range sets {
+		if _, err := fmt.Fprintln(w, bestLine(s)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bestLine says in words what a bestSet shows.
+func bestLine(s bestSet) string {
+	ps := fmt.Sprintf("with %d Ps", s.procs)
+	if s.procs == 1 {
+		ps = "with 1 P"
+	}
+	at, found := s.best()
+	if !found {
+		return fmt.Sprintf("%s: no GOGC setting tried costs as little as the idle mode (%s, %.2f s wall, %.2f s CPU)",
+			ps, formatMiB(s.idle.PeakRSSBytes), s.idle.WallSeconds, s.idle.CPUSeconds)
+	}
+	b := s.off[at]
+	return fmt.Sprintf("%s: best GOGC %s holds %s; the idle mode holds %s, %s× of it, at %s× its wall and %s× its CPU",
+		ps, b.GOGC, formatMiB(b.PeakRSSBytes), formatMiB(s.idle.PeakRSSBytes),
+		ratio(float64(s.idle.PeakRSSBytes), float64(b.PeakRSSBytes)),
+		ratio(s.idle.WallSeconds, b.WallSeconds), ratio(s.idle.CPUSeconds, b.CPUSeconds))
+}
+
+// ratio formats a/b with two decimals, or "-" when b is zero.
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+// pricesLine says what this machine charges for the things idle
+// collection does, from a quick probe, so that a table without a win says
+// why: a cycle the stepper runs costs about this much, and where a cycle
+// with every CPU costs many times one with one P, idle collection has less
+// to win with every CPU.
+func pricesLine(p machine.Prices) string {
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+	if p.Procs <= 1 {
+		return fmt.Sprintf("this machine (1 CPU, a quick probe; go run ./bench/machine for more): a GC cycle of an empty heap costs %s",
+			ms(p.CycleOne))
+	}
+	return fmt.Sprintf("this machine (%d CPUs, a quick probe; go run ./bench/machine for more): a GC cycle of an empty heap costs %s with %d Ps,\n"+
+		"%s with 1 P (%.1f× less); waking a sleeping thread costs %s. Every cycle the stepper runs in an idle moment costs about that much.",
+		p.Procs, ms(p.CycleAll), p.Procs, ms(p.CycleOne), float64(p.CycleAll)/float64(max(p.CycleOne, 1)), ms(p.Wake))
+}
