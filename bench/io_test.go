@@ -66,12 +66,14 @@ type ioCounts struct {
 	rtts []time.Duration
 }
 
-// bounce runs one side of the ping-pong n times: the pinger writes a byte
-// and reads the echo, the ponger reads a byte and writes it back. With
+// bounce runs one side of the ping-pong n times: the pinger (rtts not nil)
+// writes a byte and reads the echo, keeping each round trip in rtts, whose
+// capacity must be n; the ponger reads a byte and writes it back. With
 // selectFirst it waits before every read, as IO.select callers do;
 // otherwise it reads first and waits only after EAGAIN, as
 // rb_wait_for_single_fd callers do. The pinger checks every echo.
-func bounce(in, out int, n int, ping, selectFirst bool, wait waiter) (c ioCounts, err error) {
+func bounce(in, out int, n int, rtts []time.Duration, selectFirst bool, wait waiter) (c ioCounts, err error) {
+	ping := rtts != nil
 	var b [1]byte
 	read := func() error {
 		if selectFirst {
@@ -112,9 +114,7 @@ func bounce(in, out int, n int, ping, selectFirst bool, wait waiter) (c ioCounts
 			return nil
 		}
 	}
-	if ping {
-		c.rtts = make([]time.Duration, 0, n)
-	}
+	c.rtts = rtts[:0]
 	for i := range n {
 		v := byte(i)
 		if ping {
@@ -209,6 +209,9 @@ func pingPongGVL(c clock, n int, useSelect, step bool, backend poller.Backend) (
 		errs   [2]error
 		ready  sync.WaitGroup
 		start  = make(chan struct{})
+		// Made before the timed part, which then allocates only what
+		// the poller does.
+		rtts = make([]time.Duration, 0, n)
 	)
 	for side := range 2 {
 		wg.Add(1)
@@ -223,7 +226,11 @@ func pingPongGVL(c clock, n int, useSelect, step bool, backend poller.Backend) (
 			if side == 1 {
 				in, out = ab, ba
 			}
-			counts[side], errs[side] = bounce(in.r, out.w, n, side == 0, useSelect, wait)
+			var keep []time.Duration // the ponger keeps none
+			if side == 0 {
+				keep = rtts
+			}
+			counts[side], errs[side] = bounce(in.r, out.w, n, keep, useSelect, wait)
 			if errs[side] != nil {
 				// Unblock the other side: it sees EOF and fails too.
 				out.shutWrite()

@@ -121,6 +121,45 @@ func benchPingPongGoroutines(b *testing.B) {
 	wg.Wait()
 }
 
+// BenchmarkWaitFD is the cost of a Mux.WaitFD that finds its fd ready: the
+// idle algorithm's bookkeeping and one wait, by a goroutine alone
+// (lock=off: ppoll or select on its thread) or sharing a lock (lock=on:
+// released, the fd armed in the parker's epoll instance and the goroutine
+// parked in the netpoller where the platform has one, the lock taken
+// back). The ping-pongs of bench (Pipe, Select) time the same calls with a
+// second goroutine making the fd ready.
+func BenchmarkWaitFD(b *testing.B) {
+	for _, be := range poller.Backends() {
+		for _, locked := range []bool{false, true} {
+			name := be.String() + "/lock=off"
+			if locked {
+				name = be.String() + "/lock=on"
+			}
+			b.Run(name, func(b *testing.B) {
+				ready := newPipe(b)
+				ready.write(ready.w, "x") // never read: stays ready
+				opts := []poller.Option{poller.WithBackend(be)}
+				if locked {
+					lock := gvl.New()
+					lock.Acquire()
+					defer lock.Release()
+					opts = append(opts, poller.WithGVL(lock))
+				}
+				m := poller.New(opts...)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					if ev, err := m.WaitFD(ready.r, poller.Read, -1); err != nil || ev&poller.Read == 0 {
+						b.Fatalf("WaitFD: %v, %v; want Read", ev, err)
+					}
+				}
+				b.StopTimer()
+				reportSyscalls(b, poller.Stats{}, m.Stats(), 0)
+			})
+		}
+	}
+}
+
 // BenchmarkIdleStep is the cost of one idle moment, apart from the work
 // the step does: a zero-timeout poll and a Step that does nothing, with the
 // lock held and its "is anybody waiting?" check on the way.

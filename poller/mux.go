@@ -3,6 +3,7 @@ package poller
 import (
 	"math"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -120,7 +121,10 @@ func (m *Mux) Poll(fds []unix.PollFd, timeout time.Duration) (int, error) {
 // Select waits until one of the fds in r is readable, one in w writable or
 // one in e has an exceptional condition (such as out-of-band data), or
 // timeout passes, and returns the ready fds of each list, in the order
-// given, each once. An fd below zero or at least FD_SETSIZE is an error
+// given, each once. A result may be part of the list it comes from (when
+// its fds are consecutive there, as for a list of one fd): it allocates
+// nothing then, and shares that list's memory, its capacity capped so that
+// appending to it copies. An fd below zero or at least FD_SETSIZE is an error
 // naming it, found before any system call. A closed fd makes select(2) fail
 // with EBADF, returned wrapped. It polls first and steps when nothing is
 // ready, as the package comment describes.
@@ -149,19 +153,42 @@ func (m *Mux) Select(r, w, e []int, timeout time.Duration) (rr, wr, er []int, er
 	if n == 0 {
 		return nil, nil, nil, nil
 	}
-	ready := func(list []int, set *unix.FdSet) []int {
-		var res []int
-		for _, fd := range list {
-			if set.IsSet(fd) {
-				res = append(res, fd)
-				set.Clear(fd) // duplicates in list are reported once
-			}
-		}
-		return res
-	}
-	rr, wr, er = ready(r, &out[0]), ready(w, &out[1]), ready(e, &out[2])
+	rr, wr, er = readyOf(r, &out[0]), readyOf(w, &out[1]), readyOf(e, &out[2])
 	m.c.events.Add(uint64(len(rr) + len(wr) + len(er)))
 	return rr, wr, er, nil
+}
+
+// readyOf returns the fds of list that are in set, in list's order, each
+// once. When they are consecutive in list (one fd, or all of them, the
+// usual cases) the result is that part of list, its capacity capped so
+// that an append to it copies, and a wait allocates nothing; otherwise it
+// is a new slice.
+func readyOf(list []int, set *unix.FdSet) []int {
+	var res []int    // the ready fds, once they are not consecutive in list
+	from, to := 0, 0 // list[from:to] are the ready fds while res is nil
+	for i, fd := range list {
+		if !set.IsSet(fd) {
+			continue
+		}
+		set.Clear(fd) // duplicates in list are reported once
+		switch {
+		case res != nil:
+			res = append(res, fd)
+		case from == to:
+			from, to = i, i+1
+		case to == i:
+			to++
+		default:
+			res = append(slices.Clip(list[from:to]), fd)
+		}
+	}
+	if res != nil {
+		return res
+	}
+	if from == to {
+		return nil
+	}
+	return slices.Clip(list[from:to])
 }
 
 // WaitFD waits until fd is ready for one of ev (Read, Write, Priority) or

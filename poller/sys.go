@@ -2,6 +2,7 @@ package poller
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,6 +20,14 @@ import (
 //
 // Timeouts are durations, converted to each call's unit inside the entry:
 // a negative duration blocks indefinitely, zero polls without blocking.
+//
+// The wrappers call the table's entries only once a test has swapped it
+// (swapped), and make the real calls directly otherwise. A call through a
+// func value is opaque to the compiler's escape analysis, which must then
+// assume that the entry keeps whatever memory it is given: every PollFd
+// array, fd set and buffer a wait keeps on its stack would be moved to the
+// heap, an allocation per wait. A swapped table's entries get heap copies
+// of that memory instead, copied back after the call.
 type sysTable struct {
 	// poll is ppoll(2) with a nil signal mask where x/sys has it (Linux),
 	// poll(2) elsewhere.
@@ -35,6 +44,10 @@ type sysTable struct {
 	pipe func() (r, w int, err error)
 
 	sysPlatform
+
+	// swapped says that a test changed entries: the wrappers call them
+	// (with copies of the caller's memory) instead of the real calls.
+	swapped bool
 }
 
 // sys is the table in use. See sysTable.
@@ -82,26 +95,50 @@ func sysSelect(nfd int, r, w, e *unix.FdSet, timeout time.Duration) (int, error)
 }
 
 // The counting wrappers: the only callers of sys. Each counts one system
-// call in c, then makes it.
+// call in c, then makes it: directly, or through a swapped table with
+// copies of the caller's memory (see sysTable).
 
 func (c *counters) poll(fds []unix.PollFd, timeout time.Duration) (int, error) {
 	c.syscalls.Add(1)
-	return sys.poll(fds, timeout)
+	if !sys.swapped {
+		return sysPoll(fds, timeout)
+	}
+	cp := slices.Clone(fds)
+	n, err := sys.poll(cp, timeout)
+	copy(fds, cp)
+	return n, err
 }
 
 func (c *counters) sel(nfd int, r, w, e *unix.FdSet, timeout time.Duration) (int, error) {
 	c.syscalls.Add(1)
-	return sys.sel(nfd, r, w, e, timeout)
+	if !sys.swapped {
+		return sysSelect(nfd, r, w, e, timeout)
+	}
+	cr, cw, ce := heapCopy(r), heapCopy(w), heapCopy(e)
+	n, err := sys.sel(nfd, cr, cw, ce, timeout)
+	copyBack(r, cr)
+	copyBack(w, cw)
+	copyBack(e, ce)
+	return n, err
 }
 
 func (c *counters) read(fd int, p []byte) (int, error) {
 	c.syscalls.Add(1)
-	return sys.read(fd, p)
+	if !sys.swapped {
+		return unix.Read(fd, p)
+	}
+	cp := slices.Clone(p)
+	n, err := sys.read(fd, cp)
+	copy(p, cp)
+	return n, err
 }
 
 func (c *counters) write(fd int, p []byte) (int, error) {
 	c.syscalls.Add(1)
-	return sys.write(fd, p)
+	if !sys.swapped {
+		return unix.Write(fd, p)
+	}
+	return sys.write(fd, slices.Clone(p))
 }
 
 // close closes fd once. It is never retried, not even after EINTR: the fd
@@ -121,4 +158,22 @@ func (c *counters) fdOpen(fd int) bool {
 	c.syscalls.Add(1)
 	_, err := sys.fdFlags(fd)
 	return err != unix.EBADF
+}
+
+// heapCopy returns a copy of *p (nil for nil) for a swapped table's entry,
+// which may keep it: see sysTable.
+func heapCopy[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	cp := new(T)
+	*cp = *p
+	return cp
+}
+
+// copyBack copies what an entry left in cp, heapCopy's copy of p, to p.
+func copyBack[T any](p, cp *T) {
+	if p != nil {
+		*p = *cp
+	}
 }

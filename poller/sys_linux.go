@@ -1,6 +1,7 @@
 package poller
 
 import (
+	"slices"
 	"time"
 	"unsafe"
 
@@ -22,14 +23,18 @@ type sysPlatform struct {
 var platformSys = sysPlatform{
 	epollCreate: func() (int, error) { return unix.EpollCreate1(unix.EPOLL_CLOEXEC) },
 	epollCtl:    unix.EpollCtl,
-	epollWait: func(epfd int, evs []unix.EpollEvent, timeout time.Duration) (int, error) {
-		if timeout == 0 && len(evs) > 0 {
-			return epollPeek(epfd, evs)
-		}
-		return unix.EpollWait(epfd, evs, msTimeout(timeout))
-	},
+	epollWait:   sysEpollWait,
 	eventfd:     func() (int, error) { return unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK) },
 	setNonblock: func(fd int) error { return unix.SetNonblock(fd, true) },
+}
+
+// sysEpollWait is epoll_wait(2), made as a raw system call when it cannot
+// block (see epollPeek).
+func sysEpollWait(epfd int, evs []unix.EpollEvent, timeout time.Duration) (int, error) {
+	if timeout == 0 && len(evs) > 0 {
+		return epollPeek(epfd, evs)
+	}
+	return unix.EpollWait(epfd, evs, msTimeout(timeout))
 }
 
 // epollPeek is epoll_wait with a zero timeout, made as a raw system call:
@@ -75,12 +80,24 @@ func (c *counters) epollCreate() (int, error) {
 
 func (c *counters) epollCtl(epfd, op, fd int, ev *unix.EpollEvent) error {
 	c.syscalls.Add(1)
-	return sys.epollCtl(epfd, op, fd, ev)
+	if !sys.swapped {
+		return unix.EpollCtl(epfd, op, fd, ev)
+	}
+	cp := heapCopy(ev)
+	err := sys.epollCtl(epfd, op, fd, cp)
+	copyBack(ev, cp)
+	return err
 }
 
 func (c *counters) epollWait(epfd int, evs []unix.EpollEvent, timeout time.Duration) (int, error) {
 	c.syscalls.Add(1)
-	return sys.epollWait(epfd, evs, timeout)
+	if !sys.swapped {
+		return sysEpollWait(epfd, evs, timeout)
+	}
+	cp := slices.Clone(evs)
+	n, err := sys.epollWait(epfd, cp, timeout)
+	copy(evs, cp)
+	return n, err
 }
 
 func (c *counters) eventfd() (int, error) {

@@ -16,6 +16,7 @@ import (
 func withSys(t *testing.T, change func(s *sysTable)) {
 	saved := sys
 	change(&sys)
+	sys.swapped = true
 	t.Cleanup(func() { sys = saved })
 }
 

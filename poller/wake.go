@@ -26,6 +26,12 @@ type waker struct {
 	rfd    int  // the fd the loop watches; set once by open
 	wfd    int  // the fd Wake writes to (rfd for an eventfd); set by open
 	closed bool // guarded by mu
+
+	// buf is what drain reads into, the loop goroutine's only. Kept here
+	// rather than on drain's stack: in a race build x/sys tells the race
+	// detector about the bytes read, which moves a buffer on the stack to
+	// the heap at every wakeup.
+	buf [64]byte
 }
 
 // Wake makes the loop's current or next wait return, from any goroutine.

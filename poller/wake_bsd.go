@@ -20,23 +20,25 @@ func (w *waker) open(c *counters) error {
 // signal writes one byte. EAGAIN (the pipe is full) means the loop is
 // already due to wake: not an error.
 func (w *waker) signal(c *counters) error {
-	b := [1]byte{1}
 	return ignoringEINTR(func() error {
-		_, err := c.write(w.wfd, b[:])
+		_, err := c.write(w.wfd, wakeOne[:])
 		return err
 	})
 }
 
+// wakeOne is the byte signal writes, never changed: shared by every Wake,
+// so that none allocates (see waker.buf).
+var wakeOne = [1]byte{1}
+
 // consume reads the pipe empty (until EAGAIN).
 func (w *waker) consume(c *counters) {
-	var buf [64]byte
 	for {
 		var n int
 		err := ignoringEINTR(func() (err error) {
-			n, err = c.read(w.rfd, buf[:])
+			n, err = c.read(w.rfd, w.buf[:])
 			return err
 		})
-		if err != nil || n < len(buf) {
+		if err != nil || n < len(w.buf) {
 			return
 		}
 	}

@@ -19,20 +19,24 @@ func (w *waker) open(c *counters) error {
 // signal adds one to the eventfd counter. EAGAIN (the counter is full)
 // means the loop is already due to wake: not an error.
 func (w *waker) signal(c *counters) error {
-	var one [8]byte
-	binary.NativeEndian.PutUint64(one[:], 1)
 	return ignoringEINTR(func() error {
-		_, err := c.write(w.wfd, one[:])
+		_, err := c.write(w.wfd, wakeOne[:])
 		return err
 	})
 }
 
+// wakeOne is the eventfd increment signal writes, never changed: shared
+// by every Wake, so that none allocates (see waker.buf).
+var wakeOne = func() (one [8]byte) {
+	binary.NativeEndian.PutUint64(one[:], 1)
+	return one
+}()
+
 // consume reads the counter back to zero. EAGAIN (already zero: a spurious
 // report) is fine.
 func (w *waker) consume(c *counters) {
-	var buf [8]byte
 	ignoringEINTR(func() error {
-		_, err := c.read(w.rfd, buf[:])
+		_, err := c.read(w.rfd, w.buf[:8])
 		return err
 	})
 }
