@@ -330,3 +330,55 @@ func TestLullNoWhenTheCycleDoesNotFitTheBudget(t *testing.T) {
 	w.t += 10 * maxHalfLife
 	assert.True(t, l.Lull(), "once the estimate relaxed")
 }
+
+// A release is priced by what it frees for the rest of the quiet stretch
+// against the faults that bring the pages back: with quiet stretches of
+// 60 ms, worth it where a fault costs a microsecond and not where it costs
+// ten; with stretches of a second, worth it on both. The first stretch,
+// before any was measured, is taken for a long one.
+func TestReleasePricedByTheFaultsThatBringItBack(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		fault    time.Duration
+		gap      time.Duration
+		releases bool
+	}{
+		{"faults of 10 µs, quiet for 60 ms", 10 * time.Microsecond, 60 * ms, false},
+		{"faults of 1 µs, quiet for 60 ms", time.Microsecond, 60 * ms, true},
+		{"faults of 10 µs, quiet for a second", 10 * time.Microsecond, time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, rt := newTest(t, WithExchangeRate(DefaultExchangeRate), WithReleaseDelay(20*ms))
+			w.fault = tc.fault
+			w.r.live, w.liveAfter, w.r.objects = 4*mib, 4*mib, 4*mib
+			l := rt.Loop()
+			var after []int // releases by the end of each quiet stretch
+			for range 6 {
+				w.r.free = 12 * mib // the burst's heap, free again after it
+				serve(w, l, 100, 20*time.Microsecond, 64*kib)
+				end := w.t + tc.gap
+				for {
+					d, ok := l.NextStep()
+					if !ok || w.t+d >= end {
+						break
+					}
+					w.t += d
+					l.Waited(d, false)
+					l.Step(ms)
+					w.run()
+				}
+				w.t = end
+				after = append(after, w.releases)
+			}
+			assert.Equal(t, 1, after[0], "releases in the first stretch")
+			got := after[len(after)-1] - after[1]
+			if tc.releases {
+				assert.Equal(t, len(after)-2, got, "releases once the stretches were measured")
+			} else {
+				assert.Zero(t, got, "releases once the stretches were measured")
+				assert.Positive(t, rt.Stats().DeclinedRelease)
+			}
+			assert.Equal(t, tc.fault, rt.Stats().FaultPrice)
+		})
+	}
+}

@@ -32,8 +32,8 @@ import (
 // GOGC=off would keep for ever). Each action has its price: inline,
 // background (which cannot collect what is allocated while it marks),
 // and the runtime's own pacer at its heap goal, which costs the step
-// nothing; the cheapest of ours runs once holding has cost its price,
-// unless the pacer's cycle comes before holding until then would.
+// nothing; the cheaper of ours runs once holding has cost its price,
+// unless leaving the garbage to the pacer costs less by the second.
 
 // prices is what the policy has learned of this machine and program.
 // Guarded by Runtime.mu.
