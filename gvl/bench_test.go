@@ -52,9 +52,11 @@ func BenchmarkUncontended(b *testing.B) {
 
 // BenchmarkPingPong is two goroutines taking turns: one op is a round trip,
 // two handoffs. The baseline is the same alternation over unbuffered
-// channels.
+// channels. gvl-notimeslice is the lock without timeslices: its waiters
+// arm no timer, which shows what the timeslice timer costs a handoff.
 func BenchmarkPingPong(b *testing.B) {
 	b.Run("gvl", func(b *testing.B) { pingPong(b, 0) })
+	b.Run("gvl-notimeslice", func(b *testing.B) { pingPong(b, 0, gvl.WithTimeslice(0)) })
 	b.Run("chan", func(b *testing.B) {
 		b.ReportAllocs()
 		ping, pong := make(chan struct{}), make(chan struct{})
@@ -83,10 +85,11 @@ func BenchmarkHandoffDepth(b *testing.B) {
 }
 
 // pingPong runs b.N round trips through Yield between the benchmark
-// goroutine, which yields from depth frames down, and a partner.
-func pingPong(b *testing.B, depth int) {
+// goroutine, which yields from depth frames down, and a partner, on a Lock
+// made with opts.
+func pingPong(b *testing.B, depth int, opts ...gvl.Option) {
 	b.ReportAllocs()
-	l := gvl.New()
+	l := gvl.New(opts...)
 	l.Acquire()
 	stop := false // guarded by l
 	var wg sync.WaitGroup
