@@ -42,6 +42,8 @@ type Loop struct {
 	// (see coversLocked); a step that long that delayed nothing takes one
 	// back, and a quiet stretch all.
 	strikes int
+
+	work *Work // the Work this handle serves, if any: while it has work in flight, not quiet
 }
 
 // How a loop's idleness is predicted (see doc/policy.md).
@@ -126,7 +128,12 @@ func (l *Loop) Idled(d time.Duration) { l.rt.Idled(d) }
 // cap, and tells the loop's gaps and activity.
 func (l *Loop) Waited(d time.Duration, work bool) {
 	l.rt.Idled(d)
-	now := l.rt.env.now()
+	l.waitedAt(l.rt.env.now(), d, work)
+}
+
+// waitedAt is Waited without the idle time, for a wait that ended at now:
+// a Work reports its waits after the fact.
+func (l *Loop) waitedAt(now, d time.Duration, work bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.observed = true
@@ -306,11 +313,18 @@ func (l *Loop) quietPeriod() time.Duration {
 }
 
 // quietAt reports when the loop will have been quiet for its quiet period
-// if nothing happens, and whether it reports at all.
+// if nothing happens (never while its Work has work in flight), and
+// whether it reports at all.
 func (l *Loop) quietAt() (at time.Duration, observed bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || !l.observed {
+	if l.closed {
+		return 0, false
+	}
+	if l.work != nil && l.work.busy() {
+		return never, true
+	}
+	if !l.observed {
 		return 0, false
 	}
 	return l.lastWork + l.quietPeriod(), true
@@ -343,8 +357,8 @@ func (l *Loop) NextStep() (time.Duration, bool) {
 	if !observed {
 		return rt.legacyNextStep()
 	}
-	if !dirty {
-		return 0, false
+	if !dirty || at == never {
+		return 0, false // nothing to empty, or a Work's End will say when
 	}
 	now := rt.env.now()
 	if !rt.maybeArmed(now) {
