@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/idlemux/idlemux/gcstep"
 )
 
 // maxItems bounds n: a listing API pages rather than answer without limit.
@@ -34,10 +36,12 @@ func makeItems(n int) []item {
 	return items
 }
 
-// newMux is the API: GET /items?n=N. served counts the requests answered
-// with the listing.
-func newMux(served *atomic.Uint64) *http.ServeMux {
+// newMux is the API: GET /items?n=N, and GET /stats (see stats). served
+// counts the requests answered with the listing; rt is nil with the
+// stepper off.
+func newMux(served *atomic.Uint64, rt *gcstep.Runtime) *http.ServeMux {
 	mux := http.NewServeMux()
+	mux.Handle("GET /stats", statsHandler(rt))
 	mux.HandleFunc("GET /items", func(w http.ResponseWriter, r *http.Request) {
 		n, err := strconv.Atoi(r.URL.Query().Get("n"))
 		if err != nil || n < 0 || n > maxItems {

@@ -6,7 +6,8 @@
 //
 // GET /items?n=N returns a JSON array of N generated records (an id, a
 // name, a few tags), encoded with encoding/json: the allocation a real
-// listing handler makes. With -stepper on (the default) the requests are
+// listing handler makes. GET /stats reports what the collector and the
+// stepper did (cycles, releases), for benchmarks. With -stepper on (the default) the requests are
 // counted on a gcstep.Work, and the Runtime empties the gap after each
 // burst; with -stepper off it is a plain net/http server.
 //
@@ -90,11 +91,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	var served atomic.Uint64
-	h := http.Handler(newMux(&served))
 	var rt *gcstep.Runtime
 	var work *gcstep.Work
 	if cfg.stepper {
 		rt = gcstep.NewRuntime()
+	}
+	h := http.Handler(newMux(&served, rt))
+	if rt != nil {
 		work = rt.Work()
 		h = httpidle.Handler(work, h)
 	}

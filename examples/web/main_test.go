@@ -19,6 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
+
+	"github.com/idlemux/idlemux/gcstep"
 )
 
 // wait is how long a test waits for anything before it fails.
@@ -38,7 +40,7 @@ func TestMain(m *testing.M) {
 
 func TestItems(t *testing.T) {
 	var served atomic.Uint64
-	mux := newMux(&served)
+	mux := newMux(&served, nil)
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/items?n=5", nil))
 	require.Equal(t, http.StatusOK, rec.Code)
@@ -61,7 +63,7 @@ func TestItems(t *testing.T) {
 
 func TestItemsBadN(t *testing.T) {
 	var served atomic.Uint64
-	mux := newMux(&served)
+	mux := newMux(&served, nil)
 	for _, q := range []string{"", "?n=", "?n=x", "?n=-1", "?n=100001", "?n=1.5"} {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest("GET", "/items"+q, nil))
@@ -209,4 +211,22 @@ func TestSIGTERM(t *testing.T) {
 		<-exited
 		require.FailNow(t, "the command did not exit after SIGTERM")
 	}
+}
+
+func TestStats(t *testing.T) {
+	var served atomic.Uint64
+	rec := httptest.NewRecorder()
+	newMux(&served, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/stats", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	var s stats
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &s))
+	assert.False(t, s.Stepper)
+	assert.Zero(t, s.Releases)
+
+	rt := gcstep.NewRuntime()
+	defer rt.Close()
+	rec = httptest.NewRecorder()
+	newMux(&served, rt).ServeHTTP(rec, httptest.NewRequest("GET", "/stats", nil))
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &s))
+	assert.True(t, s.Stepper)
 }
