@@ -23,8 +23,19 @@ type config struct {
 }
 
 // parseConfig reads on, off or gogc=N (the server with the stepper off
-// and GOGC=N).
+// and GOGC=N), each optionally followed by .K: a second copy of the same
+// configuration, run as a configuration of its own, to show the noise
+// between two identical servers (off against off.2).
 func parseConfig(s string) (config, error) {
+	if base, k, ok := strings.Cut(s, "."); ok {
+		c, err := parseConfig(base)
+		var n int
+		if _, serr := fmt.Sscanf(k, "%d", &n); err != nil || serr != nil || n < 2 || fmt.Sprint(n) != k {
+			return config{}, fmt.Errorf("bad configuration %q: want a configuration and .K with K >= 2", s)
+		}
+		c.Name = s
+		return c, nil
+	}
 	switch {
 	case s == "on" || s == "off":
 		return config{Name: s, Stepper: s == "on"}, nil

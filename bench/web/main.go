@@ -172,6 +172,10 @@ type burst struct {
 	// the burst and the gap after it.
 	Cycles   uint64 `json:"cycles"`
 	Releases uint64 `json:"releases"`
+	// ReleasesInBurst and CyclesOurs are the stepper's releases and the
+	// cycles it ran or started from the burst's start to its end.
+	ReleasesInBurst uint64 `json:"releases_in_burst"`
+	CyclesOurs      uint64 `json:"cycles_ours"`
 }
 
 // afterTimes are the moments after a burst at which RSS is read.
@@ -238,6 +242,14 @@ func runSession(ctx context.Context, o *options, c config, gap time.Duration, n 
 		}
 		b.wrkResult = res
 		b.End = time.Since(start)
+		// At once, before the quiet period is over: what the stepper
+		// did during the burst itself.
+		during, err := srv.stats()
+		if err != nil {
+			return s, err
+		}
+		b.CyclesOurs = during.CyclesInline + during.CyclesBG - prev.CyclesInline - prev.CyclesBG
+		b.ReleasesInBurst = during.Releases - prev.Releases
 		for i, at := range afterTimes {
 			b.After[i] = -1
 			if gap > 0 && at > gap || gap == 0 && i > 0 {

@@ -69,12 +69,14 @@ func TestParseConfig(t *testing.T) {
 		"on":      {Name: "on", Stepper: true},
 		"off":     {Name: "off"},
 		"gogc=25": {Name: "gogc=25", GOGC: "25"},
+		"off.2":   {Name: "off.2"},
+		"on.3":    {Name: "on.3", Stepper: true},
 	} {
 		got, err := parseConfig(in)
 		require.NoError(t, err, in)
 		assert.Equal(t, want, got, in)
 	}
-	for _, in := range []string{"", "maybe", "gogc=", "gogc=0", "gogc=x", "gogc=05"} {
+	for _, in := range []string{"", "maybe", "gogc=", "gogc=0", "gogc=x", "gogc=05", "off.", "off.1", "off.x", "x.2"} {
 		_, err := parseConfig(in)
 		assert.Error(t, err, in)
 	}
