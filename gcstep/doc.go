@@ -13,8 +13,10 @@
 // between events from idleness, runs a cycle inline only where the loop's
 // own gaps cover it, and empties the gap once the loops have been quiet
 // for a moment, giving memory back to the operating system. Several event
-// loops share one Runtime through a Loop handle each. The design and the
-// measurements behind every default are in doc/policy.md.
+// loops share one Runtime through a Loop handle each; code without an
+// event loop (a server with a goroutine per request: package httpidle)
+// tells it when its work begins and ends through a Work handle. The
+// design and the measurements behind every default are in doc/policy.md.
 //
 // A typical event loop (package poller's Loop does all of this):
 //
