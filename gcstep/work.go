@@ -134,7 +134,11 @@ func (w *Work) rose() {
 	end := w.end.Load()
 	if end >= w.start.Load() {
 		w.gap.Store(now - end)
-		w.idle.Add(now - max(end, w.credited.Load()))
+		// Less what the timer reported of this stretch already (it may
+		// have read a later clock than this rise: then nothing).
+		if d := now - max(end, w.credited.Load()); d > 0 {
+			w.idle.Add(d)
+		}
 	} else {
 		// The fall before this rise has not stored its time yet (its
 		// End was preempted between the count and the clock): the
