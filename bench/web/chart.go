@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"os"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -62,9 +63,15 @@ func rssChart(path string, rep *report, gap time.Duration) error {
 			if err != nil {
 				return err
 			}
+			// A second copy (off.2) takes its configuration's colour,
+			// dashed.
+			base, _, copied := strings.Cut(name, ".")
 			l.Color = color.Black
-			if c, ok := configColor[name]; ok {
+			if c, ok := configColor[base]; ok {
 				l.Color = c
+			}
+			if copied {
+				l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 			}
 			l.Width = vg.Points(1.5)
 			p.Add(l)

@@ -42,7 +42,15 @@ func main() {
 	flag.IntVar(&o.items, "n", 1000, "records per response (GET /items?n=N)")
 	flag.StringVar(&o.out, "out", "bench/out/web", "`directory` for results.json and the charts")
 	flag.StringVar(&o.bin, "web", "", "examples/web `binary` (default: built from this module)")
+	replot := flag.Bool("replot", false, "measure nothing: print the table and draw the charts of -out's results.json (-steady: its steady session's length, if results.json does not say)")
 	flag.Parse()
+	if *replot {
+		if err := redraw(o.out, o.steady); err != nil {
+			fmt.Fprintln(os.Stderr, "web:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := o.parseLists(*configs, *gaps); err != nil || flag.NArg() > 0 || o.rounds < 1 || o.bursts < 1 || o.burst < time.Second {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "web:", err)
@@ -96,7 +104,7 @@ func run(ctx context.Context, o *options) error {
 			return fmt.Errorf("building examples/web: %v", err)
 		}
 	}
-	rep := &report{Conns: o.conns, Items: o.items, Burst: o.burst, Bursts: o.bursts, Rounds: o.rounds,
+	rep := &report{Conns: o.conns, Items: o.items, Burst: o.burst, Bursts: o.bursts, Rounds: o.rounds, Steady: o.steady,
 		Start: time.Now(), Load1Before: loadAverage()}
 	for _, c := range o.configs {
 		rep.Configs = append(rep.Configs, c.Name)
@@ -137,15 +145,37 @@ func run(ctx context.Context, o *options) error {
 	if err := os.WriteFile(filepath.Join(o.out, "results.json"), b, 0o644); err != nil {
 		return err
 	}
-	printReport(os.Stdout, rep, o)
-	for _, gap := range o.gaps {
-		path := filepath.Join(o.out, "web-rss-"+gap.String()+".png")
+	printReport(os.Stdout, rep, rep.Steady)
+	return drawCharts(o.out, rep)
+}
+
+// drawCharts draws the RSS chart of every gap length into dir.
+func drawCharts(dir string, rep *report) error {
+	for _, gap := range rep.Gaps {
+		path := filepath.Join(dir, "web-rss-"+gap.String()+".png")
 		if err := rssChart(path, rep, gap); err != nil {
 			return err
 		}
 		fmt.Fprintln(os.Stderr, "wrote", path)
 	}
 	return nil
+}
+
+// redraw prints the table and draws the charts of dir's results.json.
+func redraw(dir string, steady time.Duration) error {
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return err
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return err
+	}
+	if rep.Steady == 0 { // written before the report said
+		rep.Steady = steady
+	}
+	printReport(os.Stdout, &rep, rep.Steady)
+	return drawCharts(dir, &rep)
 }
 
 // A session is one server process under one configuration and gap.

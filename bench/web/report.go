@@ -18,6 +18,7 @@ type report struct {
 	Burst       time.Duration   `json:"burst_ns"`
 	Bursts      int             `json:"bursts"`
 	Rounds      int             `json:"rounds"`
+	Steady      time.Duration   `json:"steady_ns"` // the steady session's burst, 0: none
 	Start       time.Time       `json:"start"`
 	Took        time.Duration   `json:"took_ns"`
 	Load1Before float64         `json:"load1_before"`
@@ -116,18 +117,18 @@ func roundRatio(rep *report, name string, gap time.Duration, f func(row) (float6
 // printReport prints one table per gap length (and the steady session):
 // medians over every burst, and ratios to off as medians of the rounds'
 // ratios.
-func printReport(w io.Writer, rep *report, o *options) {
+func printReport(w io.Writer, rep *report, steady time.Duration) {
 	fmt.Fprintf(w, "examples/web under wrk: %d connections, GET /items?n=%d, bursts of %v, %d bursts a session, %d rounds; "+
 		"medians over every burst, ×off the median of the rounds' ratios; load average %.1f before, %.1f after; took %v\n",
 		rep.Conns, rep.Items, rep.Burst, rep.Bursts, rep.Rounds, rep.Load1Before, rep.Load1After, rep.Took.Round(time.Second))
 	gaps := slices.Clone(rep.Gaps)
-	if o.steady > 0 {
+	if steady > 0 {
 		gaps = append(gaps, 0)
 	}
 	for _, gap := range gaps {
 		title := fmt.Sprintf("gaps of %v", gap)
 		if gap == 0 {
-			title = fmt.Sprintf("steady: one burst of %v, no gap", o.steady)
+			title = fmt.Sprintf("steady: one burst of %v, no gap", steady)
 		}
 		fmt.Fprintf(w, "\n%s\n\n", title)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
