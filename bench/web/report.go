@@ -160,13 +160,6 @@ func printReport(w io.Writer, rep *report, steady time.Duration) {
 	}
 }
 
-func ratio(a, b float64) string {
-	if b == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f", a/b)
-}
-
 func dur(d time.Duration) string {
 	switch {
 	case d >= time.Second:
