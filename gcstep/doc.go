@@ -17,8 +17,10 @@
 // for a moment it empties the gap, giving memory back to the operating
 // system, if that pays for the page faults that bring it back. The
 // prices are learned as the process runs. Several event loops share one
-// Runtime through a Loop handle each. The model and the measurements
-// behind every default are in doc/policy.md.
+// Runtime through a Loop handle each; code without an event loop (a
+// server with a goroutine per request: package httpidle) tells it when
+// its work begins and ends through a Work handle. The model and the
+// measurements behind every default are in doc/policy.md.
 //
 // A typical event loop (package poller's Loop does all of this):
 //

@@ -145,6 +145,9 @@ func (w *world) env() env {
 // alloc pretends the program allocated n bytes, in a microsecond. With a pacer, the heap
 // reaching its goal runs the runtime's own cycle.
 func (w *world) alloc(n uint64) {
+	if n == 0 {
+		return
+	}
 	w.t += time.Microsecond // allocating takes time: garbage is held from here
 	w.r.allocs += n
 	w.r.objects += n

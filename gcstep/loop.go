@@ -40,6 +40,8 @@ type Loop struct {
 	stretches [stretchWindow]time.Duration
 	nStretch  int
 	nextStr   int
+
+	work *Work // the Work this handle serves, if any: while it has work in flight, not quiet
 }
 
 // How a loop's idleness is measured (see doc/policy.md).
@@ -112,13 +114,18 @@ func (l *Loop) Idled(d time.Duration) { l.rt.Idled(d) }
 // cap, and tells the loop's gaps, quiet stretches and activity.
 func (l *Loop) Waited(d time.Duration, work bool) {
 	l.rt.Idled(d)
+	l.waitedAt(l.rt.env.now(), d, work)
+}
+
+// waitedAt is Waited without the idle time, for a wait that ended at now:
+// a Work reports its waits after the fact.
+func (l *Loop) waitedAt(now, d time.Duration, work bool) {
 	if !work {
 		l.mu.Lock()
 		l.observed = true
 		l.mu.Unlock()
 		return
 	}
-	now := l.rt.env.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.observed = true
@@ -241,11 +248,18 @@ func (l *Loop) quietPeriod() time.Duration {
 }
 
 // quietAt reports when the loop will have been quiet for its quiet period
-// if nothing happens, and whether it reports at all.
+// if nothing happens (never while its Work has work in flight), and
+// whether it reports at all.
 func (l *Loop) quietAt() (at time.Duration, observed bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || !l.observed {
+	if l.closed {
+		return 0, false
+	}
+	if l.work != nil && l.work.busy() {
+		return never, true
+	}
+	if !l.observed {
 		return 0, false
 	}
 	return l.lastWork + l.quietPeriod(), true
@@ -278,8 +292,8 @@ func (l *Loop) NextStep() (time.Duration, bool) {
 	if !observed {
 		return rt.legacyNextStep()
 	}
-	if !dirty {
-		return 0, false
+	if !dirty || at == never {
+		return 0, false // nothing to empty, or a Work's End will say when
 	}
 	now := rt.env.now()
 	if !rt.maybeArmed(now) {

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const wrkOutput = `Running 1s test @ http://127.0.0.1:41234/items?n=1000
+  1 threads and 16 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     9.75ms    9.98ms 100.21ms   91.73%
+    Req/Sec     1.74k   168.29     1.93k    80.00%
+  Latency Distribution
+     50%    8.49ms
+     75%   10.12ms
+     90%   14.98ms
+     99%   60.46ms
+  1731 requests in 1.00s, 93.66MB read
+  Socket errors: connect 0, read 2, write 0, timeout 1
+  Non-2xx or 3xx responses: 4
+Requests/sec:   1724.39
+Transfer/sec:     93.27MB
+`
+
+func TestParseWrk(t *testing.T) {
+	r, err := parseWrk(wrkOutput)
+	require.NoError(t, err)
+	assert.Equal(t, wrkResult{P50: 8490 * time.Microsecond, P99: 60460 * time.Microsecond,
+		Requests: 1731, ReqPerSec: 1724.39, Errors: 7}, r)
+
+	_, err = parseWrk("unable to connect to 127.0.0.1:1 Connection refused\n")
+	assert.Error(t, err)
+}
+
+func TestParseWrkDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"812.00us": 812 * time.Microsecond,
+		"3.21ms":   3210 * time.Microsecond,
+		"1.50s":    1500 * time.Millisecond,
+		"2.00m":    2 * time.Minute,
+	} {
+		got, err := parseWrkDuration(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "ms", "3.2x", "abcs"} {
+		_, err := parseWrkDuration(in)
+		assert.Error(t, err, in)
+	}
+}
+
+func TestParseProc(t *testing.T) {
+	rss, err := parseRSS([]byte("Name:\tweb\nVmHWM:\t  20000 kB\nVmRSS:\t   10760 kB\n"))
+	require.NoError(t, err)
+	assert.EqualValues(t, 10760<<10, rss)
+	_, err = parseRSS([]byte("Name:\tweb\n"))
+	assert.Error(t, err)
+
+	cpu, err := parseStat([]byte("123 (web (x)) S 1 2 3 4 5 6 7 8 9 10 150 50 0 0 20 0"))
+	require.NoError(t, err)
+	assert.Equal(t, 2*time.Second, cpu)
+}
+
+func TestParseConfig(t *testing.T) {
+	for in, want := range map[string]config{
+		"on":      {Name: "on", Stepper: true},
+		"off":     {Name: "off"},
+		"gogc=25": {Name: "gogc=25", GOGC: "25"},
+		"off.2":   {Name: "off.2"},
+		"on.3":    {Name: "on.3", Stepper: true},
+	} {
+		got, err := parseConfig(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "maybe", "gogc=", "gogc=0", "gogc=x", "gogc=05", "off.", "off.1", "off.x", "x.2"} {
+		_, err := parseConfig(in)
+		assert.Error(t, err, in)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	assert.Equal(t, 2.0, median([]float64{3, 1, 2}))
+	assert.Equal(t, int64(2), median([]int64{4, 1, 3, 0}))
+	assert.Zero(t, median([]float64{}))
+}
