@@ -80,6 +80,16 @@
 //	-replot
 //		run nothing: print the tables and redraw the charts from an earlier
 //		run's DIR/results.json (DIR/frontier.json with -frontier)
+//	-frontier
+//		the frontier mode, below
+//	-runs n
+//		with -frontier: runs of every point, interleaved (default 3; 1
+//		with -quick)
+//	-frontier-gogc list
+//		with -frontier: the GOGC settings of the pacer's points (default
+//		400,200,100,50,25,10)
+//	-conditions list
+//		with -frontier: some of both, 1P, quota, busy (default all)
 //
 // # The frontier
 //
