@@ -64,6 +64,9 @@ func (w *world) setGOGC(p int) int {
 // collected completes a cycle as the runtime would, with the sweep done.
 func (w *world) collected() {
 	w.r.cycles++
+	if w.r.objects > w.liveAfter {
+		w.r.free += w.r.objects - w.liveAfter // freed, not returned to the OS
+	}
 	w.r.live = w.liveAfter
 	w.r.objects = w.liveAfter
 	w.goal()
@@ -133,6 +136,7 @@ func (w *world) env() env {
 			w.t += time.Duration(w.releaseCost)
 			w.collected()
 			w.r.released += 3 << 20
+			w.r.free = 0
 		},
 		faultProbe: func() time.Duration { return w.fault },
 		spawn: func(f func()) {

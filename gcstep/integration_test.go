@@ -89,7 +89,8 @@ func TestRuntimeBackgroundCycleRestoresGOGC(t *testing.T) {
 	rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1), eager)
 	defer rt.Close()
 	garbage(2 << 20)
-	rt.Step(time.Nanosecond) // no estimate fits a nanosecond
+	time.Sleep(10 * time.Millisecond) // held for longer than a cycle marks
+	rt.Step(time.Nanosecond)          // no estimate fits a nanosecond
 	mustEqual(t, "cycles started", rt.Stats().CyclesBackground, 1)
 	deadline := time.Now().Add(10 * time.Second)
 	for {

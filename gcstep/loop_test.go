@@ -206,16 +206,18 @@ func TestSharedRuntimeQuietWhenEveryLoopIs(t *testing.T) {
 // would run it: inline in a loop whose gaps cover it, in the background
 // from a loop whose next event would wait behind it.
 func TestInlinePricedWithTheLoopsDelay(t *testing.T) {
-	w, rt := newTest(t, eager, WithReleaseDelay(0))
+	w, rt := newTest(t, WithReleaseDelay(0), WithExchangeRate(DefaultExchangeRate))
 	busy, idle := rt.Loop(), rt.Loop()
 	serve(w, busy, 20, 10*time.Microsecond, 0)
 	serve(w, idle, 20, 300*time.Microsecond, 0)
 	w.alloc(mib)
+	w.t += 50 * ms // held long enough to pay for a cycle
 	busy.Step(ms)
 	assert.Zero(t, w.gcs, "inline cycle from the busy loop")
 	assert.Equal(t, 1, w.starts, "background cycle from the busy loop")
 	w.collected()
 	w.alloc(mib)
+	w.t += 50 * ms
 	idle.Step(ms)
 	assert.Equal(t, 1, w.gcs, "inline cycle from the idle loop")
 }
@@ -333,7 +335,7 @@ func TestLullNoWhenTheCycleDoesNotFitTheBudget(t *testing.T) {
 
 // A release is priced by what it frees for the rest of the quiet stretch
 // against the faults that bring the pages back: with quiet stretches of
-// 60 ms, worth it where a fault costs a microsecond and not where it costs
+// 40 ms, worth it where a fault costs a microsecond and not where it costs
 // ten; with stretches of a second, worth it on both. The first stretch,
 // before any was measured, is taken for a long one.
 func TestReleasePricedByTheFaultsThatBringItBack(t *testing.T) {
@@ -343,18 +345,19 @@ func TestReleasePricedByTheFaultsThatBringItBack(t *testing.T) {
 		gap      time.Duration
 		releases bool
 	}{
-		{"faults of 10 µs, quiet for 60 ms", 10 * time.Microsecond, 60 * ms, false},
-		{"faults of 1 µs, quiet for 60 ms", time.Microsecond, 60 * ms, true},
+		{"faults of 10 µs, quiet for 40 ms", 10 * time.Microsecond, 40 * ms, false},
+		{"faults of 1 µs, quiet for 40 ms", time.Microsecond, 40 * ms, true},
 		{"faults of 10 µs, quiet for a second", 10 * time.Microsecond, time.Second, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, rt := newTest(t, WithExchangeRate(DefaultExchangeRate), WithReleaseDelay(20*ms))
 			w.fault = tc.fault
+			w.releaseCost = int(3 * ms)
 			w.r.live, w.liveAfter, w.r.objects = 4*mib, 4*mib, 4*mib
 			l := rt.Loop()
 			var after []int // releases by the end of each quiet stretch
 			for range 6 {
-				w.r.free = 12 * mib // the burst's heap, free again after it
+				w.r.free = 4 * mib // the burst's heap, free again after it
 				serve(w, l, 100, 20*time.Microsecond, 64*kib)
 				end := w.t + tc.gap
 				for {

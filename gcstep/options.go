@@ -42,7 +42,7 @@ func defaults() config {
 // doc/policy.md has the measurements behind each.
 const (
 	DefaultMinGarbage   = 256 << 10
-	DefaultExchangeRate = 1.0
+	DefaultExchangeRate = 1.5
 	DefaultCPUCap       = 0.3
 	DefaultReleaseDelay = 20 * time.Millisecond
 )
@@ -66,8 +66,8 @@ func WithMinGarbage(n uint64) Option {
 // WithExchangeRate sets the price of memory in CPU: holding the
 // process's footprint (what the runtime has mapped and not returned to
 // the OS) lower by a share s for a second is worth x·s seconds of CPU.
-// With the default, DefaultExchangeRate (1), holding it 10 % lower is
-// worth 10 % of one CPU. Every decision of the Runtime weighs memory at
+// With the default, DefaultExchangeRate (1.5), holding it 10 % lower is
+// worth 15 % of one CPU. Every decision of the Runtime weighs memory at
 // this rate against the CPU and the delay an action costs (see Runtime
 // and doc/policy.md): higher collects more often and releases sooner,
 // lower leaves more to the runtime's pacer. The default was chosen on

@@ -41,7 +41,6 @@ type prices struct {
 	inlineCPU ratio // collector CPU of an inline cycle, per model(live)
 	bgCPU     ratio // collector CPU of a background cycle, per model(live)
 	kick      ewma  // wall time the loop spends starting a background cycle, ns
-	mark      ewma  // how long a background cycle takes to complete, ns
 	release   ewma  // wall time of a release (a cycle and the scavenge), ns
 
 	held    float64       // byte-seconds of garbage held since the last cycle
@@ -138,7 +137,7 @@ const (
 // A plan is the decision at one idle moment.
 type plan struct {
 	act    action
-	cost   time.Duration // act's price: CPU and delay, and memory for a background cycle
+	cost   float64       // act's price, in seconds of CPU: CPU and delay, and memory for a background cycle
 	charge time.Duration // what act is expected to take from the CPU cap
 	wait   time.Duration // how much longer holding the garbage takes to cost as much
 	why    *uint64       // the Stats counter of an idle moment that declined, if any
@@ -157,17 +156,20 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 	if budget <= 0 {
 		budget = l.lastBudget()
 	}
-	if wall := rt.cost.estimate(live, now); budget <= 0 || float64(wall) <= planFactor*float64(budget) {
+	wall := rt.cost.estimate(live, now)
+	if budget <= 0 || float64(wall) <= planFactor*float64(budget) {
 		// Charged its wall time: the loop's, and on one P the collector's.
-		c := rt.p.inlineCPU.of(live) + rt.delayCost(l, wall)
+		c := (rt.p.inlineCPU.of(live) + rt.delayCost(l, wall)).Seconds()
 		best = plan{act: inline, cost: c, charge: wall}
 	}
 	if rt.cfg.background {
 		cpu := rt.p.bgCPU.of(live)
 		// While it marks, what the program allocates is not collected:
-		// as much garbage again is held that much longer.
-		missed := x / m * float64(garbage) * rt.p.mark.get().Seconds()
-		c := cpu + rt.delayCost(l, rt.p.kick.get()) + time.Duration(missed*float64(time.Second))
+		// as much garbage again is held that much longer. It marks about
+		// as long as an inline cycle would: the steps see it complete
+		// only at their next look, too late to time it.
+		missed := x / m * float64(garbage) * wall.Seconds()
+		c := (cpu + rt.delayCost(l, rt.p.kick.get())).Seconds() + missed
 		if best.act == none || c < best.cost {
 			best = plan{act: background, cost: c, charge: cpu}
 		}
@@ -178,7 +180,7 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 	// Holding the garbage until now has cost this much; it runs on at
 	// garbage·x/M a second, growing with the allocation rate.
 	held := x / m * rt.p.held
-	short := best.cost.Seconds() - held
+	short := best.cost - held
 	r := rt.p.rate(garbage, now)
 	if short > 0 {
 		best.wait = timeToHold(short, x/m*float64(garbage), x/m*r)
@@ -194,7 +196,7 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 		if r <= 0 || float64(garbage) >= runway {
 			return plan{why: &rt.stats.DeclinedPacer, wait: recheck}
 		}
-		pacer := perSecond(rt.p.bgCPU.of(live), r, runway, m, x)
+		pacer := perSecond(rt.p.bgCPU.of(live).Seconds(), r, runway, m, x)
 		g := eoq(best.cost, r, m, x)
 		if g >= runway || pacer <= perSecond(best.cost, r, g, m, x) {
 			return plan{why: &rt.stats.DeclinedPacer, wait: recheck}
@@ -224,20 +226,20 @@ func timeToHold(short, now, grow float64) time.Duration {
 }
 
 // eoq is the garbage, in bytes, at which clearing it with a cycle that
-// costs c is cheapest at allocation rate r (bytes a second), footprint m
+// costs c seconds of CPU is cheapest at allocation rate r (bytes a second), footprint m
 // and exchange rate x: sqrt(2·c·r·m/x), where holding it since the last
 // cycle has cost c.
-func eoq(c time.Duration, r, m, x float64) float64 {
-	return math.Sqrt(2 * c.Seconds() * r * m / x)
+func eoq(c, r, m, x float64) float64 {
+	return math.Sqrt(2 * c * r * m / x)
 }
 
 // perSecond is what clearing the garbage at every g bytes costs a second:
 // the cycles' CPU and the memory held on average, at exchange rate x.
-func perSecond(c time.Duration, r, g, m, x float64) float64 {
+func perSecond(c, r, g, m, x float64) float64 {
 	if g <= 0 {
 		return math.Inf(1)
 	}
-	return c.Seconds()*r/g + x*g/2/m
+	return c*r/g + x*g/2/m
 }
 
 // delayCost is what a step that holds loop l for d costs its work: how
@@ -250,13 +252,16 @@ func (rt *Runtime) delayCost(l *Loop, d time.Duration) time.Duration {
 	return l.expectedDelay(d)
 }
 
-// footprint is the process's memory as the runtime sees it: everything
-// it has mapped, less what it has returned to the operating system. At
-// least a MiB, so that a tiny heap does not make every byte priceless.
+// footprint is the memory the process uses, as the runtime sees it:
+// everything it has mapped, less what it has returned to the OS and the
+// free heap it keeps for the next allocations. The free heap is left out
+// so that garbage piled up once, now free, does not make the next
+// garbage look cheap. At least a MiB, so that a tiny heap does not make
+// every byte priceless.
 func (rt *Runtime) footprint() uint64 {
 	f := uint64(0)
-	if rt.r.total > rt.r.released {
-		f = rt.r.total - rt.r.released
+	if used := rt.r.released + rt.r.free; rt.r.total > used {
+		f = rt.r.total - used
 	}
 	return max(f, 1<<20)
 }

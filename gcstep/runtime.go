@@ -432,7 +432,7 @@ func (rt *Runtime) background(garbage uint64, budget, now time.Duration) {
 
 // settleBackground ends a cycle the runtime ran for a step: it charges
 // the cap what the collector used beyond the advance and, if the cycle
-// completed (done), learns its CPU and how long it marked.
+// completed (done), learns its CPU.
 // rt.mu must be held.
 func (rt *Runtime) settleBackground(now time.Duration, done bool) {
 	rt.bg.pending = false
@@ -449,7 +449,6 @@ func (rt *Runtime) settleBackground(now time.Duration, done bool) {
 		rt.p.inlineCPU.learn(used, model(rt.bg.live))
 	} else {
 		rt.p.bgCPU.learn(used, model(rt.bg.live))
-		rt.p.mark.add(max(now-rt.bg.at, 1))
 	}
 }
 

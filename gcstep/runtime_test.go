@@ -210,6 +210,7 @@ func TestBackgroundCycleDoesNotHoldGOGC(t *testing.T) {
 	w, rt := newTest(t, WithCPUCap(1))
 	w.r.live, w.liveAfter = 64*mib, 64*mib // the model says 64 ms
 	w.alloc(32 * mib)
+	w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
 	assert.False(t, rt.Step(ms), "more")
 	assert.Zero(t, w.gcs, "inline cycles")
 	require.Equal(t, 1, w.starts, "background cycles")
@@ -221,9 +222,9 @@ func TestBackgroundCycleDoesNotHoldGOGC(t *testing.T) {
 	rt.Step(ms)
 	assert.Equal(t, 1, w.starts, "background cycles while one is pending")
 	w.collected()
-	rt.Step(0) // a look: it marked for a microsecond
+	rt.Step(0) // a look
 	w.alloc(32 * mib)
-	w.t += ms // held longer than that
+	w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
 	rt.Step(ms)
 	assert.Equal(t, 2, w.starts, "background cycles once it completed")
 
@@ -240,6 +241,7 @@ func TestBackgroundCycleThatCouldNotStart(t *testing.T) {
 	w.r.live, w.liveAfter = 64*mib, 64*mib
 	w.noStart = true
 	w.alloc(32 * mib)
+	w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
 	rt.Step(ms)
 	assert.Zero(t, rt.Stats().CyclesBackground)
 	assert.Zero(t, rt.Stats().Charged, "charged for a cycle that did not start")
@@ -260,6 +262,7 @@ func TestProgramSaveRestoreInsideAWindow(t *testing.T) {
 			var saved int
 			w.inWindow = func() { saved = w.setGOGC(200) } // old := debug.SetGCPercent(200)
 			w.alloc(32 * mib)
+			w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
 			rt.Step(ms)
 			w.inWindow = nil
 			require.Equal(t, 1, w.gcs+w.starts)
@@ -288,6 +291,7 @@ func TestGOGCRestoredAtEveryGOGC(t *testing.T) {
 			w.gogc = gogc
 			w.r.live = live
 			w.alloc(64 * mib)
+			w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
 			rt.Step(ms)
 			require.Equal(t, 1, w.gcs+w.starts)
 			assert.Equal(t, gogc, w.gogc, "GOGC %d after a step, live %d", gogc, live)
@@ -319,6 +323,7 @@ func TestCPUCapChargesBackgroundCycles(t *testing.T) {
 	w, rt := newTest(t, WithCPUCap(0.01), WithReleaseDelay(0)) // bucket: 1 ms
 	w.r.live, w.liveAfter = 64*mib, 64*mib                     // estimate 64 ms: more than the bucket
 	w.alloc(32 * mib)
+	w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
 	rt.Step(ms)
 	require.Equal(t, 1, w.starts, "background cycles from a full bucket")
 	w.gcCPU += 64 * ms // as dear as estimated
@@ -423,6 +428,7 @@ func TestBackgroundCycleChargedWhatItUsed(t *testing.T) {
 	w.r.live, w.liveAfter = 16*mib, 16*mib // estimate: about 16 ms, half of it before one was measured
 	w.gcCPU = time.Hour
 	w.alloc(32 * mib)
+	w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
 	rt.Step(ms)
 	require.Equal(t, 1, w.starts)
 	est := rt.Stats().Charged
@@ -433,6 +439,7 @@ func TestBackgroundCycleChargedWhatItUsed(t *testing.T) {
 	assert.Equal(t, 5*ms, rt.Stats().Charged)
 
 	w.alloc(32 * mib)
+	w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
 	rt.Step(ms)
 	require.Equal(t, 2, w.starts)
 	w.gcCPU += 500 * ms // much dearer: the debt blocks the next

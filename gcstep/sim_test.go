@@ -112,7 +112,7 @@ const simFloor = 3 << 20
 // stepper. The producer is ahead of the loop by at most a pipe's buffer
 // (64 KiB): a loop held longer than that stalls it, and the rest of the
 // stream arrives that much later. Handling an event takes 10 µs.
-func simulate(p profile, gogc int, step bool, tr []event) simResult {
+func simulate(p profile, gogc int, step bool, tr []event, opts ...Option) simResult {
 	w := newWorld()
 	w.r.live, w.liveAfter = 256<<10, 256<<10 // the loop's own state
 	w.r.objects = w.r.live
@@ -126,7 +126,7 @@ func simulate(p profile, gogc int, step bool, tr []event) simResult {
 	var rt *Runtime
 	var l *Loop
 	if step {
-		rt = newRuntime(w.env(), WithReleaseDelay(0))
+		rt = newRuntime(w.env(), append([]Option{WithReleaseDelay(0)}, opts...)...)
 		l = rt.Loop()
 	}
 	const handle = 10 * time.Microsecond
@@ -198,7 +198,7 @@ func simTable(tr []event, gogcs []int) (map[string]map[int][2]simResult, string)
 // times as much: every start of a background cycle holds the loop for a
 // wakeup, and the inline cycles that the estimate's relaxation lets
 // through to be measured again overrun the budget; the model puts that
-// at 4-6 % of the wall time for 0.7 and 0.26 of the peak.
+// at 5-8 % of the wall time for 0.65 and 0.24 of the peak.
 func TestSimulatedDemoByMachine(t *testing.T) {
 	res, table := simTable(demoTrace(), []int{100, 400, 0})
 	t.Logf("the urandom demo's trace:\n%s", table)
@@ -213,7 +213,7 @@ func TestSimulatedDemoByMachine(t *testing.T) {
 	for g := range map[int]bool{100: true, 400: true} {
 		r := res[vm2P.name][g]
 		assert.LessOrEqual(t, float64(r[1].peak)/float64(r[0].peak), 0.75, "%s GOGC=%d: peak ×off", vm2P.name, g)
-		assert.LessOrEqual(t, float64(r[1].wall)/float64(r[0].wall), 1.07, "%s GOGC=%d: wall ×off", vm2P.name, g)
+		assert.LessOrEqual(t, float64(r[1].wall)/float64(r[0].wall), 1.08, "%s GOGC=%d: wall ×off", vm2P.name, g)
 	}
 	// GOGC=off: the stepper is the only collector; on every machine
 	// the heap stays bounded.

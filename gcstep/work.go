@@ -133,7 +133,11 @@ func (w *Work) rose() {
 	now := int64(w.rt.env.now())
 	end := w.end.Load()
 	if end >= w.start.Load() {
-		w.gap.Store(now - end)
+		// The first rise ends no gap: nothing was in flight before it.
+		w.gap.Store(0)
+		if end > 0 {
+			w.gap.Store(now - end)
+		}
 		// Less what the timer reported of this stretch already (it may
 		// have read a later clock than this rise: then nothing).
 		if d := now - max(end, w.credited.Load()); d > 0 {

@@ -161,7 +161,7 @@ func TestWorkInFlightKeepsTheProcessBusy(t *testing.T) {
 	wk.End()
 	require.True(t, ft.armed)
 	ft.fire(t)
-	assert.Equal(t, 1, w.spawnCount, "not released once the work ended")
+	assert.Equal(t, 1, w.spawnCount, "not released once the work ended: %+v", rt.Stats())
 	w.run()
 }
 
