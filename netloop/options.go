@@ -25,6 +25,11 @@ const (
 	DefaultReadBufferSize = 64 << 10
 )
 
+// DefaultLoops returns the number of loops a Server runs unless WithLoops
+// says otherwise: one per four Ps (runtime.GOMAXPROCS(0) / 4), at least
+// one. See WithLoops for why not one per P.
+func DefaultLoops() int { return max(1, runtime.GOMAXPROCS(0)/4) }
+
 // An Option configures a Server.
 type Option func(*config)
 
@@ -45,7 +50,7 @@ type config struct {
 
 func newConfig(opts []Option) config {
 	c := config{
-		loops:       runtime.GOMAXPROCS(0),
+		loops:       DefaultLoops(),
 		noDelay:     true,
 		writeLimit:  DefaultWriteLimit,
 		readLimit:   DefaultReadLimit,
@@ -66,10 +71,14 @@ func positive(what string, n int) {
 }
 
 // WithLoops sets how many loops serve connections; the default is
-// runtime.GOMAXPROCS(0), one per core the Go scheduler uses. Each loop is
-// a thread that sleeps in the kernel when idle: with clients (or other
-// busy processes) on the same cores, fewer loops than cores can serve
-// more, with fewer context switches. It panics if n is not positive.
+// DefaultLoops, one per four Ps and at least one, as nbio's pollers. A loop
+// is a thread that sleeps in the kernel between events, and each loop
+// sleeps and wakes on its own: a second loop on two cores shared with the
+// clients made twice the waits and context switches per request, and with
+// every P in a loop's wait the Go scheduler hands each waiting loop's P to
+// another thread, so it served less than one loop (bench/README.md,
+// "Servers"). Give more loops, up to GOMAXPROCS, to a server that has its
+// cores to itself and keeps one loop busy. It panics if n is not positive.
 func WithLoops(n int) Option {
 	positive("loop count", n)
 	return func(c *config) { c.loops = n }
