@@ -173,6 +173,33 @@ func TestBurstyChecks(t *testing.T) {
 	}
 }
 
+func TestLoopRatios(t *testing.T) {
+	loops := func(n string) map[string]string { return map[string]string{"loops": n} }
+	var ss []session
+	for r, two := range []float64{80, 90, 120} {
+		ss = append(ss,
+			// netloop-step's default ran one loop: it is the one-loop session.
+			session{Server: "netloop-step", Round: r, RPS: 100, P99ms: 2, CPU: 4, Stats: loops("1")},
+			session{Server: "netloop-step-2", Round: r, RPS: two, P99ms: 3, CPU: 5, Stats: loops("2")},
+			session{Server: "gnet", Round: r, RPS: 90, P99ms: 1, CPU: 6, Stats: loops("2")},
+			session{Server: "gnet-1", Round: r, RPS: 100, P99ms: 1, CPU: 4, Stats: loops("1")},
+			session{Server: "nbio", Round: r, RPS: 100, P99ms: 1, CPU: 4, Stats: loops("1")}, // no pair
+		)
+	}
+	ss = append(ss, session{Server: "netloop-2", Round: 0, RPS: 50, Stats: loops("2")}) // no one-loop netloop
+	got := loopRatios(ss)
+	require.Len(t, got, 2)
+	assert.Equal(t, "gnet", got[0].Family)
+	assert.InDelta(t, 0.9, got[0].RPS, 1e-9)
+	assert.InDelta(t, 1.5, got[0].CPU, 1e-9)
+	assert.Equal(t, "netloop-step", got[1].Family)
+	assert.Equal(t, "2", got[1].Loops)
+	assert.InDelta(t, 0.9, got[1].RPS, 1e-9) // median of 0.8, 0.9, 1.2
+	assert.InDelta(t, 1.5, got[1].P99, 1e-9)
+	assert.InDelta(t, 1.25, got[1].CPU, 1e-9)
+	assert.Equal(t, 3, got[1].Rounds)
+}
+
 func TestPipelineChecks(t *testing.T) {
 	cs := pipelineChecks([]pipeResult{
 		{Server: "s", Loops: 1, Round: 0, RPS: 100}, {Server: "s", Loops: 2, Round: 0, RPS: 150},

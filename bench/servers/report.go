@@ -113,8 +113,10 @@ func burstyChecks(ss []session) []check {
 	}{
 		{"netloop-step", []ratioFn{rps, p99, peak, after}},
 		{"netloop-step-1", []ratioFn{rps, p99, peak, after}},
+		{"netloop-step-2", []ratioFn{rps, p99}},
 		{"netloop", []ratioFn{rps, p99}},
 		{"netloop-1", []ratioFn{rps, p99}},
+		{"netloop-2", []ratioFn{rps, p99}},
 	}
 	var out []check
 	for _, pl := range plan {
