@@ -162,6 +162,10 @@ func TestBurstyChecks(t *testing.T) {
 		"netloop-step RSS 3 s after the load / best of gnet, nbio": {0.5, true},  // 30/60
 		"netloop req/s / best of gnet, nbio":                       {0.9, false},
 		"netloop p99 / best of gnet, nbio":                         {1.2, false},
+		"netloop-step median req/s / best median of gnet, nbio":    {0.95, true},
+		"netloop-step median p99 / best median of gnet, nbio":      {1.0, true},
+		"netloop median req/s / best median of gnet, nbio":         {0.9, false},
+		"netloop median p99 / best median of gnet, nbio":           {1.2, false},
 	}
 	require.Len(t, got, len(want))
 	for what, w := range want {
@@ -171,6 +175,23 @@ func TestBurstyChecks(t *testing.T) {
 		assert.Equal(t, w.ok, c.OK, what)
 		assert.Equal(t, 3, c.Rounds, what)
 	}
+}
+
+// TestBurstyMedianChecks: the per-round ratios and the ratios of medians
+// differ when the rounds do.
+func TestBurstyMedianChecks(t *testing.T) {
+	var ss []session
+	for r, x := range [][2]float64{{90, 120}, {100, 80}, {110, 100}} {
+		ss = append(ss,
+			session{Server: "netloop-step", Round: r, RPS: x[0], P99ms: 1},
+			session{Server: "gnet", Round: r, RPS: x[1], P99ms: 1})
+	}
+	got := map[string]float64{}
+	for _, c := range burstyChecks(ss) {
+		got[c.What] = c.Ratio
+	}
+	assert.InDelta(t, 1.1, got["netloop-step req/s / best of gnet, nbio"], 1e-9)               // of 0.75, 1.25, 1.1
+	assert.InDelta(t, 1.0, got["netloop-step median req/s / best median of gnet, nbio"], 1e-9) // 100 / 100
 }
 
 func TestLoopRatios(t *testing.T) {
