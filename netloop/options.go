@@ -71,14 +71,15 @@ func positive(what string, n int) {
 }
 
 // WithLoops sets how many loops serve connections; the default is
-// DefaultLoops, one per four Ps and at least one, as nbio's pollers. A loop
-// is a thread that sleeps in the kernel between events, and each loop
-// sleeps and wakes on its own: a second loop on two cores shared with the
-// clients made twice the waits and context switches per request, and with
-// every P in a loop's wait the Go scheduler hands each waiting loop's P to
-// another thread, so it served less than one loop (bench/README.md,
-// "Servers"). Give more loops, up to GOMAXPROCS, to a server that has its
-// cores to itself and keeps one loop busy. It panics if n is not positive.
+// DefaultLoops, one per four Ps and at least one, as nbio's pollers. Each
+// loop is a thread that sleeps in the kernel between events and wakes on
+// its own, so loops the load does not keep busy cost wakeups, and once the
+// loops hold every P the Go scheduler hands each waiting loop's P to
+// another thread: on two cores shared with its clients, a second loop took
+// 1.4x the CPU per request and served 0.9x of one (bench/README.md,
+// "netloop's default loops"). Give more, below GOMAXPROCS, to a server
+// whose cores are its own and whose one loop is busy. It panics if n is
+// not positive.
 func WithLoops(n int) Option {
 	positive("loop count", n)
 	return func(c *config) { c.loops = n }
