@@ -2,11 +2,12 @@
 // poller.Loop event loops, so that a server's idle time between requests
 // becomes garbage-collection time.
 //
-// A Server accepts connections and spreads them over several loops (one
-// per GOMAXPROCS by default), each run by its own goroutine holding its own
-// gvl.Lock, all sharing one gcstep.Stepper (the collector is process-wide;
-// each loop steps at its own idle moments, see WithStepper). A Handler sees
-// each connection open, receive data and close:
+// A Server accepts connections and spreads them over its loops (one per
+// four Ps by default, at least one: see WithLoops), each run by its own
+// goroutine holding its own gvl.Lock, all sharing one gcstep.Stepper (the
+// collector is process-wide; each loop steps at its own idle moments, see
+// WithStepper). A Handler sees each connection open, receive data and
+// close:
 //
 //	srv, err := netloop.Listen("tcp", "127.0.0.1:6380", netloop.HandlerFuncs{
 //		Data: func(c *netloop.Conn) { // an echo server

@@ -25,6 +25,11 @@ const (
 	DefaultReadBufferSize = 64 << 10
 )
 
+// DefaultLoops returns the number of loops a Server runs unless WithLoops
+// says otherwise: one per four Ps (runtime.GOMAXPROCS(0) / 4), at least
+// one. See WithLoops for why not one per P.
+func DefaultLoops() int { return max(1, runtime.GOMAXPROCS(0)/4) }
+
 // An Option configures a Server.
 type Option func(*config)
 
@@ -45,7 +50,7 @@ type config struct {
 
 func newConfig(opts []Option) config {
 	c := config{
-		loops:       runtime.GOMAXPROCS(0),
+		loops:       DefaultLoops(),
 		noDelay:     true,
 		writeLimit:  DefaultWriteLimit,
 		readLimit:   DefaultReadLimit,
@@ -66,10 +71,15 @@ func positive(what string, n int) {
 }
 
 // WithLoops sets how many loops serve connections; the default is
-// runtime.GOMAXPROCS(0), one per core the Go scheduler uses. Each loop is
-// a thread that sleeps in the kernel when idle: with clients (or other
-// busy processes) on the same cores, fewer loops than cores can serve
-// more, with fewer context switches. It panics if n is not positive.
+// DefaultLoops, one per four Ps and at least one, as nbio's pollers. Each
+// loop is a thread that sleeps in the kernel between events and wakes on
+// its own, so loops the load does not keep busy cost wakeups, and once the
+// loops hold every P the Go scheduler hands each waiting loop's P to
+// another thread: on two cores shared with its clients, a second loop took
+// 1.4x the CPU per request and served 0.9x of one (bench/README.md,
+// "netloop's default loops"). Give more, below GOMAXPROCS, to a server
+// whose cores are its own and whose one loop is busy. It panics if n is
+// not positive.
 func WithLoops(n int) Option {
 	positive("loop count", n)
 	return func(c *config) { c.loops = n }

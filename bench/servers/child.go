@@ -27,14 +27,16 @@ type server struct {
 }
 
 // servers are all the configurations, in the report's order. The libraries'
-// defaults differ: netloop and gnet (multicore) run a loop per core, nbio
-// one poller per four cores, at least one; so netloop and gnet also run
-// with one loop.
+// defaults differ: netloop one loop per four Ps and nbio one poller per four
+// cores (at least one each), gnet (multicore) a loop per core; so netloop
+// also runs with two loops and with one, and gnet with one.
 var servers = []server{
 	{Name: "netloop-step", Bin: "netloop", Args: []string{"-stepper=true"}},
 	{Name: "netloop-step-1", Bin: "netloop", Args: []string{"-stepper=true"}, Loops: 1},
+	{Name: "netloop-step-2", Bin: "netloop", Args: []string{"-stepper=true"}, Loops: 2},
 	{Name: "netloop", Bin: "netloop", Args: []string{"-stepper=false"}},
 	{Name: "netloop-1", Bin: "netloop", Args: []string{"-stepper=false"}, Loops: 1},
+	{Name: "netloop-2", Bin: "netloop", Args: []string{"-stepper=false"}, Loops: 2},
 	{Name: "netloop-reuseport", Bin: "netloop", Args: []string{"-stepper=false", "-reuseport"}},
 	{Name: "netloop-thread", Bin: "netloop", Args: []string{"-stepper=false", "-netpoller=false"}},
 	{Name: "netloop-parked", Bin: "netloop", Args: []string{"-stepper=false", "-netpoller=true"}},

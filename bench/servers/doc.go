@@ -2,10 +2,13 @@
 // examples/kv/resp) on five network stacks, each in its own child process
 // so that peak RSS is per server:
 //
-//	netloop-step    idlemux's netloop, idle stepping on, a loop per GOMAXPROCS
-//	netloop-step-1  the same with one loop
+//	netloop-step    idlemux's netloop, idle stepping on, its default loops
+//	                (one per four Ps, at least one)
+//	netloop-step-1, netloop-step-2
+//	                the same with one loop, with two
 //	netloop         idlemux's netloop, idle stepping off
-//	netloop-1       the same with one loop
+//	netloop-1, netloop-2
+//	                the same with one loop, with two
 //	netloop-reuseport  netloop without a stepper, a listening socket per
 //	                loop (SO_REUSEPORT) instead of one acceptor (not in the
 //	                default -servers; for -pipe-servers)
@@ -53,7 +56,9 @@
 // rotating from round to round, and the tables show medians over -rounds.
 // The "done when" checks compare each netloop configuration with the best
 // configuration of gnet and nbio round by round and report the median
-// ratio; -merge pools the rounds of earlier runs.
+// ratio, and each library that ran with more loops and with one is shown
+// both ways (many against one, round by round); -merge pools the rounds of
+// earlier runs.
 //
 // The load comes from redis-benchmark (Debian's redis-tools) when it is on
 // PATH, else from the driver's own Go load generator (-load go forces it):

@@ -39,7 +39,7 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.run, "run", "bursty", "experiments to run, comma-separated: bursty, idle, slow, pipeline")
-	flag.StringVar(&o.servers, "servers", "netloop-step,netloop-step-1,netloop,netloop-1,gnet,gnet-1,nbio,net", "servers to compare, comma-separated")
+	flag.StringVar(&o.servers, "servers", "netloop-step,netloop-step-2,netloop,netloop-2,gnet,gnet-1,nbio,net", "servers to compare, comma-separated")
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved rounds of every server")
 	flag.StringVar(&o.load, "load", "auto", "load generator: redis-benchmark, go, or auto (redis-benchmark if on PATH)")
 	flag.StringVar(&o.out, "out", "", "directory for results.json and rss.png (none: print only)")
@@ -296,6 +296,7 @@ func rotate[T any](xs []T, r int) []T {
 // printAll prints every table the report has, then the checks.
 func printAll(rep *report) {
 	printBursty(os.Stdout, rep)
+	printLoopRatios(os.Stdout, rep)
 	printIdle(os.Stdout, rep)
 	printSlow(os.Stdout, rep)
 	printPipeline(os.Stdout, rep)

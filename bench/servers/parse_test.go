@@ -162,6 +162,10 @@ func TestBurstyChecks(t *testing.T) {
 		"netloop-step RSS 3 s after the load / best of gnet, nbio": {0.5, true},  // 30/60
 		"netloop req/s / best of gnet, nbio":                       {0.9, false},
 		"netloop p99 / best of gnet, nbio":                         {1.2, false},
+		"netloop-step median req/s / best median of gnet, nbio":    {0.95, true},
+		"netloop-step median p99 / best median of gnet, nbio":      {1.0, true},
+		"netloop median req/s / best median of gnet, nbio":         {0.9, false},
+		"netloop median p99 / best median of gnet, nbio":           {1.2, false},
 	}
 	require.Len(t, got, len(want))
 	for what, w := range want {
@@ -171,6 +175,50 @@ func TestBurstyChecks(t *testing.T) {
 		assert.Equal(t, w.ok, c.OK, what)
 		assert.Equal(t, 3, c.Rounds, what)
 	}
+}
+
+// TestBurstyMedianChecks: the per-round ratios and the ratios of medians
+// differ when the rounds do.
+func TestBurstyMedianChecks(t *testing.T) {
+	var ss []session
+	for r, x := range [][2]float64{{90, 120}, {100, 80}, {110, 100}} {
+		ss = append(ss,
+			session{Server: "netloop-step", Round: r, RPS: x[0], P99ms: 1},
+			session{Server: "gnet", Round: r, RPS: x[1], P99ms: 1})
+	}
+	got := map[string]float64{}
+	for _, c := range burstyChecks(ss) {
+		got[c.What] = c.Ratio
+	}
+	assert.InDelta(t, 1.1, got["netloop-step req/s / best of gnet, nbio"], 1e-9)               // of 0.75, 1.25, 1.1
+	assert.InDelta(t, 1.0, got["netloop-step median req/s / best median of gnet, nbio"], 1e-9) // 100 / 100
+}
+
+func TestLoopRatios(t *testing.T) {
+	loops := func(n string) map[string]string { return map[string]string{"loops": n} }
+	var ss []session
+	for r, two := range []float64{80, 90, 120} {
+		ss = append(ss,
+			// netloop-step's default ran one loop: it is the one-loop session.
+			session{Server: "netloop-step", Round: r, RPS: 100, P99ms: 2, CPU: 4, Stats: loops("1")},
+			session{Server: "netloop-step-2", Round: r, RPS: two, P99ms: 3, CPU: 5, Stats: loops("2")},
+			session{Server: "gnet", Round: r, RPS: 90, P99ms: 1, CPU: 6, Stats: loops("2")},
+			session{Server: "gnet-1", Round: r, RPS: 100, P99ms: 1, CPU: 4, Stats: loops("1")},
+			session{Server: "nbio", Round: r, RPS: 100, P99ms: 1, CPU: 4, Stats: loops("1")}, // no pair
+		)
+	}
+	ss = append(ss, session{Server: "netloop-2", Round: 0, RPS: 50, Stats: loops("2")}) // no one-loop netloop
+	got := loopRatios(ss)
+	require.Len(t, got, 2)
+	assert.Equal(t, "gnet", got[0].Family)
+	assert.InDelta(t, 0.9, got[0].RPS, 1e-9)
+	assert.InDelta(t, 1.5, got[0].CPU, 1e-9)
+	assert.Equal(t, "netloop-step", got[1].Family)
+	assert.Equal(t, "2", got[1].Loops)
+	assert.InDelta(t, 0.9, got[1].RPS, 1e-9) // median of 0.8, 0.9, 1.2
+	assert.InDelta(t, 1.5, got[1].P99, 1e-9)
+	assert.InDelta(t, 1.25, got[1].CPU, 1e-9)
+	assert.Equal(t, 3, got[1].Rounds)
 }
 
 func TestPipelineChecks(t *testing.T) {

@@ -2,8 +2,12 @@
 // PING, ECHO, SET, GET, DEL, DBSIZE, CONFIG GET, COMMAND and QUIT, inline
 // or multibulk, pipelined. It works with redis-cli and redis-benchmark:
 //
-//	go run ./examples/kv -loops 2 &
+//	go run ./examples/kv &
 //	redis-benchmark -p 6380 -t set,get -n 100000 -c 50 -q
+//
+// It runs netloop's default number of loops, one per four Ps and at least
+// one (netloop.WithLoops says why); -loops N asks for N, which pays only on
+// cores the clients leave free.
 //
 // SIGINT or SIGTERM shut it down gracefully (connections finish writing
 // their replies, for up to five seconds) and it prints a one-line summary.
@@ -29,7 +33,10 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6380", "`address` to listen on (host:port)")
-	loops := flag.Int("loops", runtime.GOMAXPROCS(0), "`number` of event loops")
+	loops := flag.Int("loops", netloop.DefaultLoops(), "`number` of event loops; the default, netloop's, is one per four Ps and at least one:\n"+
+		"each loop sleeps and wakes on its own, so loops the load does not keep busy cost\n"+
+		"wakeups and context switches; more pay only on cores the clients leave free\n"+
+		fmt.Sprintf("(GOMAXPROCS is %d here)", runtime.GOMAXPROCS(0)))
 	stepper := flag.String("stepper", "on", "collect garbage while the loops are idle: on or off")
 	reusePort := flag.Bool("reuseport", false, "one listening socket per loop (SO_REUSEPORT) instead of one shared")
 	flag.Parse()

@@ -1,6 +1,6 @@
 // Command netloop is the comparison's RESP server on idlemux's netloop:
-// one loop per GOMAXPROCS with -loops 0, or -loops N, all sharing one
-// gcstep.Runtime when -stepper=on.
+// netloop's default loops with -loops 0 (one per four Ps, at least one),
+// or -loops N, all sharing one gcstep.Runtime when -stepper=on.
 package main
 
 import (
