@@ -331,7 +331,12 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 		if p.act == none && budget > 0 {
 			*p.why++
 		}
-		rt.notBefore(now, p.wait)
+		if p.why == &rt.stats.DeclinedPacer {
+			// The pacer's cycle comes first: believed until then.
+			rt.dueAt.Store(int64(now + max(p.wait, recheck)))
+		} else {
+			rt.notBefore(now, p.wait)
+		}
 		return false
 	}
 	// A cycle larger than the whole bucket may run when the bucket is
@@ -358,10 +363,10 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 // notBefore tells Lull that no cycle is due for wait from now: at most
 // recheck, and a step looks again whenever the wait is unknown (0).
 func (rt *Runtime) notBefore(now, wait time.Duration) {
-	if wait <= 0 || wait > recheck {
-		wait = recheck
+	rt.dueAt.Store(int64(now + min(max(wait, 0), recheck)))
+	if wait <= 0 {
+		rt.dueAt.Store(int64(now + recheck))
 	}
-	rt.dueAt.Store(int64(now + wait))
 }
 
 // recheck is the longest Lull believes that no cycle is due without a
