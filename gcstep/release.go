@@ -1,9 +1,6 @@
 package gcstep
 
-import (
-	"math"
-	"time"
-)
+import "time"
 
 // quiet reports whether every loop using the Runtime has been quiet for
 // its quiet period at now. For a caller that reports nothing to the
@@ -162,5 +159,3 @@ func (rt *Runtime) legacyNextStep() (time.Duration, bool) {
 	at := max(rt.activityAt+rt.cfg.releaseDelay, time.Duration(rt.retryAt.Load()))
 	return max(at-rt.env.now(), 0), true
 }
-
-func exp2(x float64) float64 { return math.Exp2(x) }

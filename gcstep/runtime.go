@@ -86,7 +86,6 @@ type Runtime struct {
 	idle    atomic.Int64 // idle time reported since the last refill, ns
 	idleFed atomic.Bool  // any idle time was ever reported
 	closed  atomic.Bool
-	est     atomic.Int64 // the current cost estimate, ns
 	dueAt   atomic.Int64 // Lull's answer is no before this time (env.now, ns)
 	retryAt atomic.Int64 // a release declined: it is priced again at this time (env.now, ns)
 	armed   atomic.Bool  // allocated enough since the last release to make another
@@ -210,7 +209,6 @@ func newRuntime(e env, opts ...Option) *Runtime {
 	rt.tokens = rt.capacity()
 	rt.tokensAt = now
 	rt.p.cleared(0, now)
-	rt.est.Store(int64(rt.cost.estimate(rt.r.live, now)))
 	return rt
 }
 
@@ -292,18 +290,6 @@ func (rt *Runtime) observe(now time.Duration) {
 	if rt.r.allocs-rt.releasedAllocs >= rt.cfg.minGarbage {
 		rt.armed.Store(true)
 	}
-	rt.est.Store(int64(rt.cost.estimate(rt.r.live, now)))
-}
-
-// estimate is the cost estimate of an inline cycle at now, relaxed to now
-// as the policy would see it at a step, for callers without rt.mu: while
-// another loop steps, the estimate of the last look.
-func (rt *Runtime) estimate(now time.Duration) time.Duration {
-	if rt.mu.TryLock() {
-		rt.est.Store(int64(rt.cost.estimate(rt.r.live, now)))
-		rt.mu.Unlock()
-	}
-	return time.Duration(rt.est.Load())
 }
 
 // backgroundTimeout is how long a started cycle may take to complete
