@@ -1,18 +1,14 @@
 package lab
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/idlemux/idlemux/gcstep"
-	"github.com/idlemux/idlemux/poller"
 )
 
 // A streamShape is a stream a writer goroutine pushes through a pipe to
@@ -78,74 +74,7 @@ func runStream(st gcstep.Stepper, s streamShape, o runOptions) (workResult, erro
 		werr <- writeStream(wf, s, wsum[:0])
 	}()
 
-	loop, release, err := newLoop(st)
-	if err != nil {
-		return workResult{}, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var (
-		read    int64
-		rh      = sha256.New()
-		readErr error
-		fds     []int
-		// last keeps the latest chunk, as a caller keeps what read
-		// returned (see runURandom).
-		last  []byte
-		spare []byte
-	)
-	for range s.dups {
-		fd, err := unix.Dup(r)
-		if err != nil {
-			release()
-			return workResult{}, os.NewSyscallError("dup", err)
-		}
-		fds = append(fds, fd)
-		if err := loop.Add(fd, poller.Read, func(fd int, _ poller.Events) {
-			buf := spare
-			if buf == nil {
-				buf = make([]byte, s.chunk)
-			}
-			spare = nil
-			n, err := unix.Read(fd, buf)
-			switch {
-			case err == unix.EAGAIN || err == unix.EINTR:
-				spare = buf // another dup took the data
-			case err != nil:
-				readErr = os.NewSyscallError("read", err)
-				cancel()
-			case n == 0:
-				cancel() // end of file
-			default:
-				last = buf[:n]
-				rh.Write(last)
-				read += int64(n)
-				if o.floor {
-					spare = buf
-				}
-			}
-		}); err != nil {
-			release()
-			return workResult{}, err
-		}
-	}
-	runErr := runLoop(ctx, loop)
-	stats := loop.Stats()
-	release()
-	for _, fd := range fds {
-		unix.Close(fd)
-	}
-	if err := <-werr; err != nil {
-		return workResult{}, fmt.Errorf("writer: %w", err)
-	}
-	if err := errors.Join(runErr, readErr); err != nil {
-		return workResult{}, err
-	}
-	res := workResult{Bytes: read, Loop: stats}
-	rsum := rh.Sum(nil)
-	res.OK = read == s.total && string(rsum) == string(wsum[:])
-	res.Check = fmt.Sprintf("%d of %d bytes, sha256 %x written, %x read", read, s.total, wsum[:4], rsum[:4])
-	return res, nil
+	return readStream(st, o, r, s.total, s.chunk, s.dups, werr, &wsum)
 }
 
 // writeStream writes the stream s to w from one reused buffer, pausing as

@@ -246,6 +246,15 @@ func runURandom(st gcstep.Stepper, o runOptions) (workResult, error) {
 		werr <- err
 	}()
 
+	return readStream(st, o, r, total, urandomChunk, urandomReaders, werr, &wsum)
+}
+
+// readStream runs the loop over dups of the pipe's read end r until end of
+// file, each ready dup read into a fresh chunk-byte buffer (one reused
+// buffer for the floor variant), then waits for the writer's error on werr
+// and checks the total bytes read and their SHA-256 against wsum, which
+// the writer fills before it reports.
+func readStream(st gcstep.Stepper, o runOptions, r int, total int64, chunk, dups int, werr <-chan error, wsum *[sha256.Size]byte) (workResult, error) {
 	loop, release, err := newLoop(st)
 	if err != nil {
 		return workResult{}, err
@@ -264,7 +273,7 @@ func runURandom(st gcstep.Stepper, o runOptions) (workResult, error) {
 		last  []byte
 		spare []byte
 	)
-	for range urandomReaders {
+	for range dups {
 		fd, err := unix.Dup(r)
 		if err != nil {
 			release()
@@ -274,7 +283,7 @@ func runURandom(st gcstep.Stepper, o runOptions) (workResult, error) {
 		if err := loop.Add(fd, poller.Read, func(fd int, _ poller.Events) {
 			buf := spare
 			if buf == nil {
-				buf = make([]byte, urandomChunk)
+				buf = make([]byte, chunk)
 			}
 			spare = nil
 			n, err := unix.Read(fd, buf)
