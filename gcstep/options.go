@@ -89,8 +89,8 @@ func WithExchangeRate(x float64) Option {
 // package poller reports every blocking wait), or from wall time if none
 // is reported, up to 100 ms worth, and starts full. Inline cycles and
 // releases pay their wall time; background cycles the collector's CPU
-// time. When the cap runs short the garbage threshold rises (up to 16
-// times), so the stepper collects less often rather than not at all.
+// time. When the cap runs short, cycles wait for the bucket to refill,
+// and each then collects more garbage: fewer cycles, not none.
 //
 // Idle time and not wall time, so that a loop that is seldom idle gets
 // few idle cycles however often it passes an idle moment. Default
