@@ -200,10 +200,7 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 		pacer := perSecond(rt.p.bgCPU.of(live).Seconds(), r, runway, m, x)
 		g := eoq(best.cost, r, m, x)
 		if g >= runway || pacerMargin*pacer <= perSecond(best.cost, r, g, m, x) {
-			// Not before the pacer's cycle, which changes everything
-			// this decision looked at.
-			until := time.Duration((runway - float64(garbage)) / r * float64(time.Second))
-			return plan{why: &rt.stats.DeclinedPacer, wait: min(until, pacerWait)}
+			return plan{why: &rt.stats.DeclinedPacer, wait: recheck}
 		}
 	}
 	return best
@@ -217,11 +214,6 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 // quarter of the CPU, and allocations meanwhile assist). V8's idle
 // handler plans at 0.9 of its estimates for the same reason.
 const pacerMargin = 0.8
-
-// pacerWait is the longest a decision that left the garbage to the pacer
-// is believed, until the garbage reaches the pacer's trigger at the
-// allocation rate it was made at.
-const pacerWait = 20 * time.Millisecond
 
 // pacerShare is the part of the way from the live heap to the heap goal
 // where the runtime's pacer starts its own cycle at the earliest (its

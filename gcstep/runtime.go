@@ -317,12 +317,7 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 		if p.act == none && budget > 0 {
 			*p.why++
 		}
-		if p.why == &rt.stats.DeclinedPacer {
-			// The pacer's cycle comes first: believed until then.
-			rt.dueAt.Store(int64(now + max(p.wait, recheck)))
-		} else {
-			rt.notBefore(now, p.wait)
-		}
+		rt.notBefore(now, p.wait)
 		return false
 	}
 	// A cycle larger than the whole bucket may run when the bucket is
