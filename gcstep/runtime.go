@@ -276,10 +276,10 @@ func (rt *Runtime) observe(now time.Duration) {
 		rt.seenCycles = rt.r.cycles
 		rt.stats.LiveAfterCycle = rt.r.live
 		if rt.bg.pending && rt.r.cycles > rt.bg.cycles {
-			rt.settleBackground(now, true)
+			rt.settleBackground(true)
 		}
 	} else if rt.bg.pending && now-rt.bg.at > backgroundTimeout {
-		rt.settleBackground(now, false) // it never started: do not wait for it forever
+		rt.settleBackground(false) // it never started: do not wait for it forever
 	}
 	rt.prevAllocs = rt.r.allocs
 	rt.p.hold(rt.r.allocs-rt.baseAllocs, now)
@@ -305,7 +305,7 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 	}
 	garbage := rt.r.allocs - rt.baseAllocs
 	if garbage < rt.cfg.minGarbage {
-		wait := time.Duration(recheck)
+		var wait time.Duration // unknown: notBefore looks again after a recheck
 		if r := rt.p.rate(garbage, now); r > 0 {
 			wait = time.Duration(float64(rt.cfg.minGarbage-garbage) / r * float64(time.Second))
 		}
@@ -420,7 +420,7 @@ func (rt *Runtime) background(garbage uint64, budget, now time.Duration) {
 // the cap what the collector used beyond the advance and, if the cycle
 // completed (done), learns its CPU.
 // rt.mu must be held.
-func (rt *Runtime) settleBackground(now time.Duration, done bool) {
+func (rt *Runtime) settleBackground(done bool) {
 	rt.bg.pending = false
 	used := max(rt.env.gcCPU()-rt.bg.cpu, 0)
 	if rt.bg.inline {
