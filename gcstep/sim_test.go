@@ -132,8 +132,14 @@ func simulate(p profile, gogc int, step bool, tr []event, opts ...Option) simRes
 	const handle = 10 * time.Microsecond
 	const buffer = 4 // chunks the pipe holds
 	var stall time.Duration
-	pacers := 0
+	var read [buffer]time.Duration // when the loop read each of the last chunks
 	for i, e := range tr {
+		if i >= buffer && read[i%buffer] > e.at+stall {
+			// The pipe was full until the loop read the chunk written
+			// buffer chunks before: the producer waited for it, and
+			// the rest of the stream comes that much later.
+			stall = read[i%buffer] - e.at
+		}
 		at := e.at + stall
 		if w.t < at {
 			gap := at - w.t
@@ -141,10 +147,8 @@ func simulate(p profile, gogc int, step bool, tr []event, opts ...Option) simRes
 			if l != nil {
 				l.Waited(gap, true)
 			}
-		} else if i >= buffer && w.t > tr[i-buffer].at+stall+handle {
-			// The pipe was full: the producer waited for the loop.
-			stall += w.t - (tr[i-buffer].at + stall + handle)
 		}
+		read[i%buffer] = w.t
 		before := w.pacerCycles
 		w.alloc(e.alloc)
 		if w.pacerCycles != before {
@@ -164,7 +168,6 @@ func simulate(p profile, gogc int, step bool, tr []event, opts ...Option) simRes
 		res.ours = int(s.CyclesInline + s.CyclesBackground)
 		rt.Close()
 	}
-	_ = pacers
 	return res
 }
 
@@ -198,9 +201,10 @@ func simTable(tr []event, gogcs []int) (map[string]map[int][2]simResult, string)
 // times as much: every start of a background cycle holds the loop for a
 // wakeup, and the inline cycles that the estimate's relaxation lets
 // through to be measured again overrun the budget; the policy must do
-// no harm there: at GOGC=100 it leaves most cycles to the pacer (ours are
-// not clearly cheaper), at 400 and off the model puts its cycles at 5-8 %
-// of the wall time for 0.24 of the peak.
+// no harm there (peak and wall no worse than the plain loop's, the
+// issue's bound for both CPUs): at GOGC=100 it leaves most cycles to the
+// pacer (ours are not clearly cheaper), at 400 and off its cycles fit
+// the stream's gaps and hold 0.24 of the peak.
 func TestSimulatedDemoByMachine(t *testing.T) {
 	res, table := simTable(demoTrace(), []int{100, 400, 0})
 	t.Logf("the urandom demo's trace:\n%s", table)
@@ -215,7 +219,7 @@ func TestSimulatedDemoByMachine(t *testing.T) {
 	for g := range map[int]bool{100: true, 400: true} {
 		r := res[vm2P.name][g]
 		assert.LessOrEqual(t, float64(r[1].peak)/float64(r[0].peak), 1.02, "%s GOGC=%d: peak ×off", vm2P.name, g)
-		assert.LessOrEqual(t, float64(r[1].wall)/float64(r[0].wall), 1.08, "%s GOGC=%d: wall ×off", vm2P.name, g)
+		assert.LessOrEqual(t, float64(r[1].wall)/float64(r[0].wall), 1.05, "%s GOGC=%d: wall ×off", vm2P.name, g)
 	}
 	// GOGC=off: the stepper is the only collector; on every machine
 	// the heap stays bounded.
