@@ -59,6 +59,8 @@ type env struct {
 	// spawn runs f on a goroutine of its own: the release, which must
 	// not hold the loop. The fake environment runs it when told.
 	spawn func(f func())
+	// procs is GOMAXPROCS.
+	procs func() int
 }
 
 // realEnv is the environment over the Go runtime.
@@ -76,6 +78,7 @@ func realEnv() env {
 		release:      debug.FreeOSMemory,
 		faultProbe:   probeFault,
 		spawn:        func(f func()) { go f() },
+		procs:        func() int { return runtime.GOMAXPROCS(0) },
 	}
 }
 

@@ -1,6 +1,7 @@
 package gcstep
 
 import (
+	"cmp"
 	"math"
 	"time"
 )
@@ -39,9 +40,11 @@ type world struct {
 	// A machine's prices (see profile): a started cycle completes
 	// bgDelay after it starts, costing bgCost of collector CPU, and
 	// starting it holds the caller for kickCost; an inline cycle's
-	// collector CPU is gcCost times cpuPerWall (1 if zero).
+	// collector CPU is gcCost times cpuPerWall (1 if zero; less than one
+	// where the rest of the wall time runs other goroutines).
 	bgDelay, bgCost, kickCost time.Duration
 	cpuPerWall                float64
+	procs                     int           // GOMAXPROCS
 	bgDoneAt                  time.Duration // a started cycle completes then; 0: none pending
 	peak                      uint64        // the most heap objects seen
 }
@@ -49,7 +52,7 @@ type world struct {
 // newWorld starts with the heap goal out of reach, as with GOGC=off, so
 // that only the tests about the pacer's runway meet it.
 func newWorld() *world {
-	w := &world{gogc: 100, gcCost: 100 * time.Microsecond}
+	w := &world{gogc: 100, gcCost: 100 * time.Microsecond, procs: 2}
 	w.r.goal = math.MaxUint64
 	return w
 }
@@ -93,7 +96,7 @@ func (w *world) env() env {
 			}
 			win.close(w.setGOGC(-1), nudgedGOGC)
 			w.t += w.gcCost
-			w.gcCPU += time.Duration(max(w.cpuPerWall, 1) * float64(w.gcCost))
+			w.gcCPU += time.Duration(cmp.Or(w.cpuPerWall, 1) * float64(w.gcCost))
 			if !w.unended {
 				w.collected()
 			}
@@ -139,6 +142,7 @@ func (w *world) env() env {
 			w.r.free = 0
 		},
 		faultProbe: func() time.Duration { return w.fault },
+		procs:      func() int { return w.procs },
 		spawn: func(f func()) {
 			w.spawnCount++
 			w.spawned = append(w.spawned, f)

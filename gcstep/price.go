@@ -21,19 +21,23 @@ import (
 //     back in, measured on this machine once (probeFault).
 //
 // Garbage is inventory: it piles up as the program allocates, holding it
-// costs memory, and clearing it costs a cycle, whatever its size. The
-// cheapest policy clears it when what holding it has cost since the last
-// cycle, x/M times the integral of the garbage over time (M the
-// footprint), reaches the price of the cycle: the classic rule of
-// inventory (at the economic order quantity, holding and ordering cost
-// the same), which needs no forecast of the allocation rate and catches
-// both a fast burst (a lot of garbage for a short time) and a program
-// that allocated and went idle (a little garbage for a long time, which
-// GOGC=off would keep for ever). Each action has its price: inline,
-// background (which cannot collect what is allocated while it marks),
-// and the runtime's own pacer at its heap goal, which costs the step
-// nothing; the cheaper of ours runs once holding has cost its price,
-// unless leaving the garbage to the pacer costs less by the second.
+// costs memory, and clearing it costs a cycle, whatever its size. What a
+// pile costs is the memory it makes the process keep: a cycle frees the
+// garbage, but the runtime keeps the pages for the next allocations, so
+// the footprint stays where the highest pile took it, not at its average
+// (which is half as high). The cheapest policy clears the garbage when
+// holding it since the last cycle, priced at that (x/M times the pile,
+// twice the integral of the garbage over time), has cost as much as the
+// cycle: the classic rule of inventory (at the economic order quantity,
+// holding and ordering cost the same), which needs no forecast of the
+// allocation rate and catches both a fast burst (a lot of garbage for a
+// short time) and a program that allocated and went idle (a little
+// garbage for a long time, which GOGC=off would keep for ever). Each
+// action has its price: inline, background (which cannot collect what is
+// allocated while it marks), and the runtime's own pacer at its heap
+// goal, which costs the step nothing; the cheaper of ours runs once
+// holding has cost its price, unless leaving the garbage to the pacer
+// costs less by the second.
 
 // prices is what the policy has learned of this machine and program.
 // Guarded by Runtime.mu.
@@ -46,6 +50,7 @@ type prices struct {
 	held    float64       // byte-seconds of garbage held since the last cycle
 	heldAt  time.Duration // when held was last brought up to date
 	heldOf  uint64        // the garbage then, bytes
+	recent  float64       // the allocation rate between the last two looks, bytes a second
 	cleanAt time.Duration // when the last cycle was seen to end
 
 	fault time.Duration // faulting one released page back in; 0 until probed
@@ -70,18 +75,26 @@ const cpuPrior = 0.5
 func (p *prices) hold(garbage uint64, now time.Duration) {
 	if dt := now - p.heldAt; dt > 0 {
 		p.held += (float64(p.heldOf) + float64(garbage)) / 2 * dt.Seconds()
+		p.recent = 0
+		if garbage > p.heldOf {
+			p.recent = float64(garbage-p.heldOf) / dt.Seconds()
+		}
 	}
 	p.heldAt, p.heldOf = now, garbage
 }
 
-// cleared starts the count afresh: a cycle was seen to have ended at now,
-// with garbage bytes made since. When between this look and the last it
-// ended is not known: the garbage is taken to have piled up evenly over
-// that time.
-func (p *prices) cleared(garbage uint64, now time.Duration) {
+// cleared starts the count afresh: a cycle was seen to have ended, with
+// garbage bytes made since it did, out of allocated bytes made since the
+// last look. When between the two looks it ended is not known: the
+// program is taken to have allocated evenly over that time, so that it
+// ended as far back as its garbage takes to make.
+func (p *prices) cleared(garbage, allocated uint64, now time.Duration) {
 	since := p.heldAt
-	if since <= 0 || since > now {
+	switch {
+	case since <= 0 || since > now:
 		since = now
+	case allocated > 0 && garbage < allocated:
+		since = now - time.Duration(float64(now-since)*float64(garbage)/float64(allocated))
 	}
 	p.held = float64(garbage) / 2 * (now - since).Seconds()
 	p.heldAt, p.heldOf, p.cleanAt = now, garbage, since
@@ -157,19 +170,38 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 		budget = l.lastBudget()
 	}
 	wall := rt.cost.estimate(live, now)
+	onePs := rt.env.procs() == 1
 	if budget <= 0 || float64(wall) <= planFactor*float64(budget) {
-		// Charged its wall time: the loop's, and on one P the collector's.
-		c := (rt.p.inlineCPU.of(live) + rt.delayCost(l, wall)).Seconds()
-		best = plan{act: inline, cost: c, charge: wall}
+		// Charged its wall time, with one P its CPU (see inline).
+		cpu := rt.p.inlineCPU.of(live)
+		held := wall
+		if onePs {
+			// With one P, the cycle's wall time beyond its CPU is the
+			// program's other goroutines running, which would have
+			// kept the loop's next event waiting as long without it:
+			// the delay the cycle adds is its own CPU's.
+			held = min(wall, cpu)
+		}
+		c := (cpu + rt.delayCost(l, held)).Seconds()
+		best = plan{act: inline, cost: c, charge: held}
 	}
-	if rt.cfg.background {
+	// With one P there is no other CPU for a started cycle to mark on:
+	// it marks on the loop's P as an inline one does, but beside the
+	// program's allocations, so it collects less for as much of the
+	// loop's time (doc/policy.md, "One P"). There it is the fallback
+	// for an inline cycle that does not fit the budget.
+	if rt.cfg.background && (!onePs || best.act == none) {
 		cpu := rt.p.bgCPU.of(live)
+		held := rt.p.kick.get()
+		if onePs {
+			held += cpu
+		}
 		// While it marks, what the program allocates is not collected:
 		// as much garbage again is held that much longer. It marks about
 		// as long as an inline cycle would: the steps see it complete
 		// only at their next look, too late to time it.
 		missed := x / m * float64(garbage) * wall.Seconds()
-		c := (cpu + rt.delayCost(l, rt.p.kick.get())).Seconds() + missed
+		c := (cpu + rt.delayCost(l, held)).Seconds() + missed
 		if best.act == none || c < best.cost {
 			best = plan{act: background, cost: c, charge: cpu}
 		}
@@ -177,21 +209,27 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 	if best.act == none {
 		return best
 	}
-	// Holding the garbage until now has cost this much; it runs on at
-	// garbage·x/M a second, growing with the allocation rate.
-	held := x / m * rt.p.held
+	// Holding the garbage until now has cost this much, at the pile's
+	// footprint: twice the integral, the pile's height for as long as
+	// it took to grow, when it grows steadily. It runs on at
+	// 2·garbage·x/M a second, growing with the allocation rate.
+	held := 2 * x / m * rt.p.held
 	short := best.cost - held
 	r := rt.p.rate(garbage, now)
 	if short > 0 {
-		best.wait = timeToHold(short, x/m*float64(garbage), x/m*r)
+		// At the faster of the rate since the last cycle and the rate
+		// since the last look: a wait that underestimates lets the
+		// pile grow past its price, and the highest pile is what the
+		// footprint keeps.
+		best.wait = timeToHold(short, 2*x/m*float64(garbage), 2*x/m*max(r, rt.p.recent))
 	}
 	if rt.r.goal > live && rt.r.goal != math.MaxUint64 {
 		// The pacer's own cycle, at its trigger (pacerShare of the way
 		// from the live heap to the goal, at the earliest): like a
 		// background cycle, but no step pays for it. Left to it, the
 		// garbage piles up to that runway R every time, and a second
-		// costs c·r/R + x·R/2M; with ours, each at its best garbage g,
-		// c·r/g + x·g/2M. Ours must be clearly cheaper (pacerMargin),
+		// costs c·r/R + x·R/M; with ours, each at its best garbage g,
+		// c·r/g + x·g/M. Ours must be clearly cheaper (pacerMargin),
 		// and come first.
 		runway := pacerShare * float64(rt.r.goal-live)
 		if r <= 0 || float64(garbage) >= runway {
@@ -236,20 +274,20 @@ func timeToHold(short, now, grow float64) time.Duration {
 }
 
 // eoq is the garbage, in bytes, at which clearing it with a cycle that
-// costs c seconds of CPU is cheapest at allocation rate r (bytes a second), footprint m
-// and exchange rate x: sqrt(2·c·r·m/x), where holding it since the last
-// cycle has cost c.
+// costs c seconds of CPU is cheapest at allocation rate r (bytes a
+// second), footprint m and exchange rate x: sqrt(c·r·m/x), where holding
+// its pile since the last cycle has cost c.
 func eoq(c, r, m, x float64) float64 {
-	return math.Sqrt(2 * c * r * m / x)
+	return math.Sqrt(c * r * m / x)
 }
 
 // perSecond is what clearing the garbage at every g bytes costs a second:
-// the cycles' CPU and the memory held on average, at exchange rate x.
+// the cycles' CPU and the footprint of the pile, at exchange rate x.
 func perSecond(c, r, g, m, x float64) float64 {
 	if g <= 0 {
 		return math.Inf(1)
 	}
-	return c*r/g + x*g/2/m
+	return c*r/g + x*g/m
 }
 
 // delayCost is what a step that holds loop l for d costs its work: how

@@ -136,8 +136,9 @@ type Stats struct {
 	DelayedWorkTime  time.Duration
 
 	// Charged is the time charged against the CPU cap: the wall time of
-	// inline cycles and releases, and the collector's CPU time from the
-	// start of each background cycle to its end.
+	// inline cycles (with GOMAXPROCS=1 their collector CPU time) and
+	// releases, and the collector's CPU time from the start of each
+	// background cycle to its end.
 	Charged time.Duration
 
 	// AllocatedBetween is the total of the bytes allocated between the
@@ -208,7 +209,7 @@ func newRuntime(e env, opts ...Option) *Runtime {
 	rt.stats.LiveAfterCycle = rt.r.live
 	rt.tokens = rt.capacity()
 	rt.tokensAt = now
-	rt.p.cleared(0, now)
+	rt.p.cleared(0, 0, now)
 	return rt
 }
 
@@ -272,7 +273,7 @@ func (rt *Runtime) observe(now time.Duration) {
 			since = min(since, rt.r.objects-rt.r.live)
 		}
 		rt.baseAllocs = rt.r.allocs - since
-		rt.p.cleared(since, now)
+		rt.p.cleared(since, rt.r.allocs-rt.prevAllocs, now)
 		rt.seenCycles = rt.r.cycles
 		rt.stats.LiveAfterCycle = rt.r.live
 		if rt.bg.pending && rt.r.cycles > rt.bg.cycles {
@@ -362,7 +363,6 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 	rt.trap.arm(rt.env.gc(budget))
 	end := rt.env.now()
 	d := end - start
-	rt.charge(d)
 	rt.stats.CyclesInline++
 	rt.stats.CycleTime += d
 	rt.stats.AllocatedBetween += garbage
@@ -373,6 +373,7 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 		// Still marking after the budget: the runtime finishes it
 		// concurrently. Wait for it as for a background cycle, and
 		// charge what the collector uses meanwhile.
+		rt.charge(d)
 		rt.bg.pending = true
 		rt.bg.cycles = cycles
 		rt.bg.cpu = cpu
@@ -381,7 +382,15 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 		rt.bg.live = live
 		rt.bg.inline = true
 	} else {
-		rt.p.inlineCPU.learn(rt.env.gcCPU()-cpu, model(live))
+		used := rt.env.gcCPU() - cpu
+		rt.p.inlineCPU.learn(used, model(live))
+		if rt.env.procs() == 1 && used > 0 {
+			// With one P the cycle's wall time beyond the collector's
+			// CPU went to the program's other goroutines, not to
+			// collecting: the cap is charged what the collector used.
+			d = min(d, used)
+		}
+		rt.charge(d)
 	}
 	// The cycle ended just now: count garbage from here, not from the
 	// look before it (what the cycle itself allocated is not garbage).

@@ -26,6 +26,7 @@ type profile struct {
 	// stop-the-world phases on two Ps, the whole cycle on one.
 	pacerHold time.Duration
 	fault     time.Duration // faulting a released page back in
+	procs     int           // GOMAXPROCS
 }
 
 // The profiles, and where each number comes from.
@@ -39,21 +40,23 @@ var (
 	// each, and stall the loop about a wakeup.
 	vm2P = profile{name: "this VM, 2 Ps", inline: 1500 * time.Microsecond, cpuPerWall: 1.3,
 		kick: 200 * time.Microsecond, mark: 500 * time.Microsecond, bg: 540 * time.Microsecond,
-		pacerHold: 200 * time.Microsecond, fault: 10 * time.Microsecond}
+		pacerHold: 200 * time.Microsecond, fault: 10 * time.Microsecond, procs: 2}
 	// The same VM with GOMAXPROCS=1: an empty-heap cycle 0.04-0.08 ms;
-	// the demo's inline cycles 0.28 ms, all of it the collector's on
-	// the one P; the paced stream's pacer cycles 0.16 ms each, which
-	// the loop waits for.
-	vm1P = profile{name: "this VM, 1 P", inline: 280 * time.Microsecond, cpuPerWall: 1,
+	// the demo's inline cycles take 0.28 ms of wall time, of which the
+	// collector's CPU is 0.07-0.12 ms (Stats.CycleCPU): the rest is the
+	// writer goroutine running on the one P, which here runs on the
+	// producer's own clock. The paced stream's pacer cycles 0.16 ms
+	// each, which the loop waits for.
+	vm1P = profile{name: "this VM, 1 P", inline: 120 * time.Microsecond, cpuPerWall: 1,
 		kick: 20 * time.Microsecond, mark: 300 * time.Microsecond, bg: 160 * time.Microsecond,
-		pacerHold: 160 * time.Microsecond, fault: 10 * time.Microsecond}
+		pacerHold: 160 * time.Microsecond, fault: 10 * time.Microsecond, procs: 1}
 	// Bare metal with both CPUs: the machine this project started on
 	// measured a 2-P cycle at 0.12-0.13 ms with the same runtime (its
 	// wakeups then cost microseconds, not 0.15 ms); a published
 	// measurement of a minor fault on a desktop CPU gives about 1 µs.
 	bare2P = profile{name: "bare metal, 2 Ps", inline: 130 * time.Microsecond, cpuPerWall: 1.3,
 		kick: 10 * time.Microsecond, mark: 150 * time.Microsecond, bg: 170 * time.Microsecond,
-		pacerHold: 20 * time.Microsecond, fault: time.Microsecond}
+		pacerHold: 20 * time.Microsecond, fault: time.Microsecond, procs: 2}
 )
 
 // An event of a trace: data arrives at, and handling it allocates alloc.
@@ -120,6 +123,7 @@ func simulate(p profile, gogc int, step bool, tr []event, opts ...Option) simRes
 	w.cpuPerWall = p.cpuPerWall
 	w.kickCost, w.bgDelay, w.bgCost = p.kick, p.mark, p.bg
 	w.fault = p.fault
+	w.procs = p.procs
 	if gogc > 0 {
 		w.setPacer(gogc)
 	}

@@ -1,0 +1,81 @@
+package gcstep
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The footprint a pile of garbage makes is its height, not its average:
+// the runtime keeps the freed pages. So a steady stream is collected at
+// the pile whose footprint costs what its cycle costs over the same time,
+// sqrt(c·r·M/x), and not at sqrt(2·c·r·M/x), the size that prices
+// memory at the pile's average.
+func TestCycleAtTheEconomicPile(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithStreams(true),
+		WithBackground(false), WithExchangeRate(DefaultExchangeRate))
+	w.gcCost = 200 * time.Microsecond
+	l := rt.Loop()
+	const gap, alloc = 100 * time.Microsecond, 16 * kib
+	serve(w, l, 20000, gap, alloc)
+	s := rt.Stats()
+	require.Greater(t, s.CyclesInline, uint64(20), "cycles")
+
+	// What the policy believed when it decided: the cycle's CPU, the
+	// allocation rate and the footprint.
+	c := s.CycleCPU.Seconds()
+	r := float64(alloc) / (gap + 11*time.Microsecond).Seconds()
+	m := float64(rt.footprint())
+	want := math.Sqrt(c * r * m / DefaultExchangeRate)
+	got := float64(s.LastAllocatedBetween)
+	assert.InDelta(t, 1, got/want, 0.25, "pile at a cycle %.0f KiB, the economic pile %.0f KiB", got/kib, want/kib)
+}
+
+// With one P a started cycle marks on the loop's own P: an inline cycle
+// that fits the budget is chosen over it, where with two Ps the same
+// prices start cycles instead (a started cycle holds the loop only for
+// its kick); and a started one is the fallback for a cycle that does not
+// fit.
+func TestOnePRunsInlineCycles(t *testing.T) {
+	run := func(procs int, wall time.Duration) *world {
+		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(DefaultExchangeRate))
+		w.procs = procs
+		w.quickBG = true
+		w.gcCost, w.cpuPerWall = wall, 0.4
+		l := rt.Loop()
+		serve(w, l, 2000, 30*time.Microsecond, 16*kib)
+		return w
+	}
+	w := run(2, 300*time.Microsecond)
+	assert.Positive(t, w.starts, "two Ps: started cycles")
+	w = run(1, 300*time.Microsecond)
+	assert.Positive(t, w.gcs, "one P: inline cycles")
+	assert.Zero(t, w.starts, "one P: started cycles with an inline one fitting")
+	w = run(1, 2*ms) // the budget is 1 ms
+	assert.Positive(t, w.starts, "one P: started cycles when no inline one fits")
+}
+
+// With one P the wall time of an inline cycle beyond the collector's CPU
+// is the program's other goroutines running: the cap is charged the
+// collector's CPU, and with two Ps the wall time.
+func TestOnePChargesTheCollectorsCPU(t *testing.T) {
+	for _, procs := range []int{1, 2} {
+		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1))
+		w.procs = procs
+		w.gcCost = 300 * time.Microsecond
+		w.cpuPerWall = 0.4
+		l := rt.Loop()
+		serve(w, l, 2000, 100*time.Microsecond, 16*kib)
+		s := rt.Stats()
+		require.Positive(t, s.CyclesInline, "GOMAXPROCS=%d: inline cycles", procs)
+		perCycle := s.Charged / time.Duration(s.CyclesInline)
+		want := w.gcCost
+		if procs == 1 {
+			want = 120 * time.Microsecond
+		}
+		assert.Equal(t, want, perCycle, "GOMAXPROCS=%d: charged a cycle", procs)
+	}
+}
