@@ -47,6 +47,15 @@ type world struct {
 	procs                     int           // GOMAXPROCS
 	bgDoneAt                  time.Duration // a started cycle completes then; 0: none pending
 	peak                      uint64        // the most heap objects seen
+
+	// pages, if set, keeps the heap's pages as the runtime does: a
+	// cycle frees the garbage into free pages that stay resident, a
+	// release returns them to the OS, and an allocation takes free
+	// pages first, then returned ones, each of which the program
+	// faults back in at the price fault (faults counts them), then
+	// new ones. Without it a release just adds 3 MiB to released.
+	pages  bool
+	faults int
 }
 
 // newWorld starts with the heap goal out of reach, as with GOGC=off, so
@@ -83,7 +92,9 @@ func (w *world) env() env {
 			w.settle()
 			*r = w.r
 			r.gogc = w.gogc
-			if r.total == 0 {
+			if w.pages {
+				r.total = r.objects + r.free + r.released + 4*mib
+			} else if r.total == 0 {
 				r.total = r.objects + r.free + 4*mib // stacks, metadata, ...
 			}
 		},
@@ -138,7 +149,11 @@ func (w *world) env() env {
 			w.releases++
 			w.t += time.Duration(w.releaseCost)
 			w.collected()
-			w.r.released += 3 << 20
+			if w.pages {
+				w.r.released += w.r.free
+			} else {
+				w.r.released += 3 << 20
+			}
 			w.r.free = 0
 		},
 		faultProbe: func() time.Duration { return w.fault },
@@ -157,6 +172,15 @@ func (w *world) alloc(n uint64) {
 		return
 	}
 	w.t += time.Microsecond // allocating takes time: garbage is held from here
+	if w.pages {
+		free := min(n, w.r.free)
+		w.r.free -= free
+		back := min(n-free, w.r.released)
+		w.r.released -= back
+		faults := int((back + pageSize - 1) / pageSize)
+		w.faults += faults
+		w.t += time.Duration(faults) * w.fault
+	}
 	w.r.allocs += n
 	w.r.objects += n
 	w.peak = max(w.peak, w.r.objects)
