@@ -171,7 +171,14 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 	}
 	wall := rt.cost.estimate(live, now)
 	onePs := rt.env.procs() == 1
-	if budget <= 0 || float64(wall) <= planFactor*float64(budget) {
+	// With one P there is no other CPU for a started cycle to mark on:
+	// it marks on the loop's P as an inline one does, but beside the
+	// program's allocations, so it collects less for as much of the
+	// loop's time (doc/policy.md, "One P"). So there a cycle always
+	// starts inline, even one that does not fit the budget: the step
+	// waits for it no longer than the budget, and the rest of it runs
+	// concurrently, as a started one would have.
+	if budget <= 0 || float64(wall) <= planFactor*float64(budget) || onePs {
 		// Charged its wall time, with one P its CPU (see inline).
 		cpu := rt.p.inlineCPU.of(live)
 		held := wall
@@ -185,23 +192,14 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 		c := (cpu + rt.delayCost(l, held)).Seconds()
 		best = plan{act: inline, cost: c, charge: held}
 	}
-	// With one P there is no other CPU for a started cycle to mark on:
-	// it marks on the loop's P as an inline one does, but beside the
-	// program's allocations, so it collects less for as much of the
-	// loop's time (doc/policy.md, "One P"). There it is the fallback
-	// for an inline cycle that does not fit the budget.
-	if rt.cfg.background && (!onePs || best.act == none) {
+	if rt.cfg.background && !onePs {
 		cpu := rt.p.bgCPU.of(live)
-		held := rt.p.kick.get()
-		if onePs {
-			held += cpu
-		}
 		// While it marks, what the program allocates is not collected:
 		// as much garbage again is held that much longer. It marks about
 		// as long as an inline cycle would: the steps see it complete
 		// only at their next look, too late to time it.
 		missed := x / m * float64(garbage) * wall.Seconds()
-		c := (cpu + rt.delayCost(l, held)).Seconds() + missed
+		c := (cpu + rt.delayCost(l, rt.p.kick.get())).Seconds() + missed
 		if best.act == none || c < best.cost {
 			best = plan{act: background, cost: c, charge: cpu}
 		}
