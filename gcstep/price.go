@@ -221,6 +221,11 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 		// footprint keeps.
 		best.wait = timeToHold(short, 2*x/m*float64(garbage), 2*x/m*max(r, rt.p.recent))
 	}
+	if rt.pacerPile {
+		// The pacer's pile is resident already: a cycle of ours now
+		// lowers the heap but not the footprint, until a release.
+		return plan{why: &rt.stats.DeclinedPacer, wait: recheck}
+	}
 	if rt.r.goal > live && rt.r.goal != math.MaxUint64 {
 		// The pacer's own cycle, at its trigger (pacerShare of the way
 		// from the live heap to the goal, at the earliest): like a

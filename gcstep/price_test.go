@@ -79,3 +79,43 @@ func TestOnePChargesTheCollectorsCPU(t *testing.T) {
 		assert.Equal(t, want, perCycle, "GOMAXPROCS=%d: charged a cycle", procs)
 	}
 }
+
+// Once the pacer has run its own cycle, with the heap at its trigger, the
+// runtime keeps the pages of that pile resident: a cycle of ours lowers
+// the heap but not the footprint, so the stepper leaves the cycles to the
+// pacer until a release has returned the pages. A cycle the program asks
+// for with a small heap is not the pacer's pile.
+func TestPacersPileLeavesCyclesToThePacer(t *testing.T) {
+	w, rt := newTest(t, WithCPUCap(1), WithReleaseDelay(time.Millisecond))
+	w.setPacer(100)
+	l := rt.Loop()
+	serve(w, l, 100, 100*time.Microsecond, 16*kib)
+	require.Positive(t, w.gcs, "cycles of ours before the pacer's")
+
+	// The program allocates 4 MiB between two looks: the pacer collects.
+	w.alloc(4 * mib)
+	require.Equal(t, 1, w.pacerCycles, "the pacer's cycle")
+	before := w.gcs
+	serve(w, l, 200, 100*time.Microsecond, 16*kib)
+	assert.Equal(t, before, w.gcs, "cycles of ours with the pacer's pile resident")
+	assert.Positive(t, rt.Stats().DeclinedPacer)
+
+	// A quiet stretch: the release returns the pages, and ours resume.
+	w.t += 2 * time.Second
+	l.Waited(2*time.Second, false)
+	l.Step(ms)
+	w.run()
+	require.EqualValues(t, 1, rt.Stats().Releases, "the release")
+	serve(w, l, 200, 100*time.Microsecond, 16*kib)
+	assert.Greater(t, w.gcs, before, "cycles of ours after the release")
+
+	// The program's own runtime.GC with a small heap is not a pile.
+	w2, rt2 := newTest(t, WithCPUCap(1), WithReleaseDelay(0))
+	w2.setPacer(100)
+	l2 := rt2.Loop()
+	serve(w2, l2, 100, 100*time.Microsecond, 16*kib)
+	w2.collected() // a cycle nobody here started, at a small heap
+	n := w2.gcs
+	serve(w2, l2, 200, 100*time.Microsecond, 16*kib)
+	assert.Greater(t, w2.gcs, n, "cycles of ours after the program's own small cycle")
+}
