@@ -20,7 +20,7 @@ type Option func(*Lock)
 
 // WithTimeslice sets how long a holder may keep the lock while others wait
 // before ShouldYield reports true. A d of zero or less disables timeslices:
-// waiters then never ask the holder to yield and arm no timers.
+// waiters then never ask the holder to yield, and the lock sets no timer.
 //
 // Slices shorter than a millisecond are honored late: when no P is running
 // goroutines, the runtime sleeps in epoll_wait, which counts in whole

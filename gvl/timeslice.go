@@ -4,23 +4,26 @@ import (
 	"time"
 )
 
-// How timeslices work without a timer goroutine, and without reading the
-// clock on a handoff. Every handoff dequeues the head of the queue, so while
-// one waiter stays at the head the holder cannot change: a waiter that has
-// been at the head for a whole timeslice has waited a timeslice behind one
-// and the same holder. So the head alone times the holder, with the timer
-// in its record, and raises yieldReq when its timer fires after a whole
-// slice as head.
+// How timeslices work: one timer per lock, the watch, ticks once a
+// timeslice while anybody waits and stops once nobody does. Every handoff
+// dequeues the head of the queue, so while one waiter stays at the head the
+// holder cannot change: a tick that finds at the head the waiter that the
+// previous tick found there (seen; a record is unseen when it queues) knows
+// that the holder has kept the lock for a whole slice while that waiter
+// waited, and raises yieldReq. A waiter that reaches the head of an
+// unwatched queue starts the watch and counts as seen, since the first tick
+// comes a whole slice later. So a holder is asked to yield between one and
+// two timeslices after the longest waiter reached the head of the queue,
+// and a handoff neither reads the clock nor touches a timer.
 //
-// Setting a timer costs more than the rest of a handoff, and a Yield loop
-// makes a new head at every turn. So a record whose timer is still pending
-// from an earlier turn keeps it: when it fires, the head knows it was not
-// set during this stint (fresh is false), sets it again for a whole slice
-// and decides at the next firing. A holder is therefore asked to yield
-// between one and two timeslices after the longest waiter reached the head
-// of the queue, and a busy lock costs at most one timer firing per record
-// and timeslice. No goroutine keeps time meanwhile: the runtime runs the
-// timer's few instructions when it fires.
+// Why the watch is set again only by its own tick: a pending timer costs a
+// clock reading (about 30 ns here) each time the P whose heap holds it looks
+// for a goroutine to run, which a ping-pong of handoffs does twice a round
+// trip, and a timer stays on the P that set it. The tick runs on whichever
+// P ran the expired timer, often an idle one that found it while looking
+// for work, so the watch mostly stays off the P running the handoffs, where
+// a timer set by the handoffs themselves would sit (bench/README.md, "The
+// gvl handoff").
 
 // timeslice returns the timeslice in nanoseconds, or a negative number if
 // timeslices are disabled.
@@ -55,41 +58,43 @@ func (l *Lock) Checkpoint() {
 	}
 }
 
-// headChanged starts the timing of a waiter that has just reached the head
-// of the queue, and lowers yieldReq if the queue is empty. Must be called
-// with mu held, whenever the head may have changed.
+// headChanged starts the watch if somebody waits and it is not running, and
+// lowers yieldReq if the queue is empty. Must be called with mu held,
+// whenever the head may have changed.
 func (l *Lock) headChanged() {
 	h := l.q.head
 	if h == nil {
 		l.clearYieldReq()
 		return
 	}
-	if h.headed || h.timer == nil {
+	if l.watching || l.slice < 0 {
 		return
 	}
-	h.headed = true
-	if h.armed {
-		h.fresh = false // pending from an earlier turn; see above
+	h.seen = true // the first tick is a whole slice away
+	l.watching = true
+	d := time.Duration(l.timeslice())
+	if l.watch == nil {
+		l.watch = time.AfterFunc(d, l.tick)
 		return
 	}
-	h.timer.Reset(time.Duration(l.timeslice()))
-	h.armed, h.fresh = true, true
+	l.watch.Reset(d)
 }
 
-// expired runs when w's timer fires. By then w may be head of the queue,
-// further back, or recycled; only a head acts on it.
-func (l *Lock) expired(w *waiter) {
+// tick runs, on a goroutine of its own, when the watch fires.
+func (l *Lock) tick() {
 	l.mu.Lock()
-	w.armed = false
-	if w.queued && w.headed {
-		if w.fresh {
-			l.yieldReq.Store(true)
-		} else {
-			w.timer.Reset(time.Duration(l.timeslice()))
-			w.armed, w.fresh = true, true
-		}
+	defer l.mu.Unlock()
+	h := l.q.head
+	if h == nil {
+		l.watching = false
+		return
 	}
-	l.mu.Unlock()
+	if h.seen {
+		l.yieldReq.Store(true)
+	} else {
+		h.seen = true
+	}
+	l.watch.Reset(time.Duration(l.timeslice()))
 }
 
 // clearYieldReq lowers yieldReq. It reads before it writes: the flag is

@@ -140,6 +140,60 @@ func TestShouldYield(t *testing.T) {
 	wg.Wait()
 }
 
+// TestShouldYieldTimesliceBounds: the flag rises no sooner than a
+// timeslice after a waiter queued behind a holder that keeps the lock, and
+// rises again for the next waiter after the lock has been quiet for longer
+// than a slice, when nobody was waiting and the lock's timer had stopped.
+func TestShouldYieldTimesliceBounds(t *testing.T) {
+	const slice = 20 * time.Millisecond
+	l := gvl.New(gvl.WithTimeslice(slice))
+	for round := range 2 {
+		l.Acquire()
+		start := time.Now()
+		w := queueWaiter(t, l)
+		deadline := time.Now().Add(timeout)
+		for !l.ShouldYield() {
+			require.False(t, time.Now().After(deadline), "round %d: ShouldYield() still false %v after a waiter queued", round, timeout)
+			time.Sleep(100 * time.Microsecond)
+		}
+		assert.GreaterOrEqual(t, time.Since(start), slice, "round %d: ShouldYield() rose before a timeslice had passed", round)
+		l.Release()
+		w.finish(t)
+		require.False(t, l.ShouldYield(), "round %d: ShouldYield() of a free lock", round)
+		time.Sleep(3 * slice) // nobody waits: the timer runs out
+	}
+}
+
+// TestShouldYieldStaysDownWhileHandingOver: holders that hand the lock over
+// again and again are never asked to yield, however long they keep at it,
+// though somebody is always waiting.
+func TestShouldYieldStaysDownWhileHandingOver(t *testing.T) {
+	// Generous: a false rise needs one waiter at the head for a whole slice
+	// while the lock changes hands every few microseconds.
+	const slice, run = 20 * time.Millisecond, 10 * 20 * time.Millisecond
+	l := gvl.New(gvl.WithTimeslice(slice))
+	var stop, rose atomic.Bool
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			l.Acquire()
+			for !stop.Load() {
+				if l.ShouldYield() {
+					rose.Store(true)
+				}
+				l.Yield()
+			}
+			l.Release()
+		})
+	}
+	waitWaiters(t, l, 1)
+	time.Sleep(run)
+	stop.Store(true)
+	wg.Wait()
+	assert.False(t, rose.Load(), "ShouldYield() rose for holders that hand over at every turn")
+	assert.Greater(t, l.Stats().Yields, uint64(2), "the holders took no turns")
+}
+
 func TestTimesliceDisabled(t *testing.T) {
 	l := gvl.New(gvl.WithTimeslice(0))
 	l.Acquire()
