@@ -192,6 +192,9 @@ func (l *Lock) acquireSlow(done <-chan struct{}) bool {
 	since := nanotime()
 	w.since = since
 	l.q.pushBack(w)
+	if l.q.head == w {
+		w.seenAt = since // at the head from now on; see timeslice.go
+	}
 	l.headChanged()
 	l.mu.Unlock()
 

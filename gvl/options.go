@@ -3,8 +3,8 @@ package gvl
 import "time"
 
 // DefaultTimeslice is how long a holder may keep the lock while another
-// goroutine waits before it is asked to yield (between one and two slices;
-// see ShouldYield).
+// goroutine waits before it is asked to yield (between one and one and a
+// half slices; see ShouldYield).
 //
 // 10 ms is Go's own scheduling quantum (the runtime preempts a goroutine
 // that has run that long), so on a single P a waiter behind a spinning

@@ -16,7 +16,7 @@ type waiter struct {
 	// Guarded by Lock.mu.
 	prev, next *waiter // queue links; next also links the free list
 	queued     bool    // in the queue, no grant sent yet
-	seen       bool    // found at the head by a tick of the watch (timeslice.go)
+	seenAt     int64   // nanotime when first known at the head; 0: not yet
 }
 
 // queue is an intrusive FIFO list of waiters, guarded by Lock.mu.
@@ -32,7 +32,7 @@ func (q *queue) pushBack(w *waiter) {
 		q.tail.next = w
 	}
 	q.tail = w
-	w.queued, w.seen = true, false
+	w.queued, w.seenAt = true, 0
 }
 
 func (q *queue) remove(w *waiter) {

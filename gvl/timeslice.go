@@ -4,26 +4,27 @@ import (
 	"time"
 )
 
-// How timeslices work: one timer per lock, the watch, ticks once a
-// timeslice while anybody waits and stops once nobody does. Every handoff
-// dequeues the head of the queue, so while one waiter stays at the head the
-// holder cannot change: a tick that finds at the head the waiter that the
-// previous tick found there (seen; a record is unseen when it queues) knows
-// that the holder has kept the lock for a whole slice while that waiter
-// waited, and raises yieldReq. A waiter that reaches the head of an
-// unwatched queue starts the watch and counts as seen, since the first tick
-// comes a whole slice later. So a holder is asked to yield between one and
-// two timeslices after the longest waiter reached the head of the queue,
-// and a handoff neither reads the clock nor touches a timer.
+// How timeslices work: one timer per lock, the watch, ticks while anybody
+// waits and stops once nobody does. Every handoff dequeues the head of the
+// queue, so while one waiter stays at the head the holder cannot change: a
+// waiter that has been at the head for a whole slice has waited a slice
+// behind one and the same holder. When a waiter got to the head is known
+// (seenAt) if it queued into an empty queue, which reads the clock anyway
+// to time the wait, or if it started the watch; otherwise, as after a
+// handoff, the next tick sets it. A tick raises yieldReq once the head has
+// been there a slice, and sleeps until then, or for half a slice if that
+// is sooner. So a holder is asked to yield between one and one and a half
+// timeslices after the longest waiter reached the head of the queue, and a
+// handoff neither reads the clock nor touches a timer.
 //
 // Why the watch is set again only by its own tick: a pending timer costs a
 // clock reading (about 30 ns here) each time the P whose heap holds it looks
 // for a goroutine to run, which a ping-pong of handoffs does twice a round
-// trip, and a timer stays on the P that set it. The tick runs on whichever
-// P ran the expired timer, often an idle one that found it while looking
-// for work, so the watch mostly stays off the P running the handoffs, where
-// a timer set by the handoffs themselves would sit (bench/README.md, "The
-// gvl handoff").
+// trip, and a timer stays on the P that set it. A timer set by the
+// handoffs would always sit on the P running them; the tick runs on
+// whichever P ran the expired timer, sometimes an idle one that found it
+// while looking for work, and then the watch stays off the busy P
+// (bench/README.md, "The gvl handoff").
 
 // timeslice returns the timeslice in nanoseconds, or a negative number if
 // timeslices are disabled.
@@ -37,8 +38,8 @@ func (l *Lock) timeslice() int64 {
 // ShouldYield reports whether a waiter has been kept waiting longer than the
 // timeslice and asks the holder to yield. It is a single atomic load.
 //
-// It turns true between one and two timeslices after the longest waiter
-// reached the head of the queue (see WithTimeslice for slices under a
+// It turns true between one and one and a half timeslices after the
+// longest waiter reached the head of the queue (see WithTimeslice for slices under a
 // millisecond). A goroutine that has called Acquire but has not yet run far
 // enough to queue is not waiting yet: at GOMAXPROCS=1 a holder that never
 // blocks lets such a goroutine run only when the Go scheduler preempts it,
@@ -70,9 +71,11 @@ func (l *Lock) headChanged() {
 	if l.watching || l.slice < 0 {
 		return
 	}
-	h.seen = true // the first tick is a whole slice away
 	l.watching = true
-	d := time.Duration(l.timeslice())
+	if h.seenAt == 0 {
+		h.seenAt = nanotime()
+	}
+	d := time.Duration(l.timeslice() / 2) // the head may change before a slice
 	if l.watch == nil {
 		l.watch = time.AfterFunc(d, l.tick)
 		return
@@ -89,12 +92,17 @@ func (l *Lock) tick() {
 		l.watching = false
 		return
 	}
-	if h.seen {
-		l.yieldReq.Store(true)
-	} else {
-		h.seen = true
+	now := nanotime()
+	if h.seenAt == 0 {
+		h.seenAt = now
 	}
-	l.watch.Reset(time.Duration(l.timeslice()))
+	slice := l.timeslice()
+	d := h.seenAt + slice - now
+	if d <= 0 {
+		l.yieldReq.Store(true)
+		d = slice
+	}
+	l.watch.Reset(time.Duration(min(d, slice/2)))
 }
 
 // clearYieldReq lowers yieldReq. It reads before it writes: the flag is

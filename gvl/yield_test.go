@@ -164,6 +164,38 @@ func TestShouldYieldTimesliceBounds(t *testing.T) {
 	}
 }
 
+// TestShouldYieldAfterHandoff: a goroutine that gets the lock from Yield
+// and keeps it is asked to yield for the yielder, which waits at the head of
+// the queue from the handoff on: no sooner than a slice after it, and no
+// later than the promised one and a half slices, give or take a quarter
+// for late timers. The handoff comes right after the lock's timer started
+// for the waiter before, the worst case for the timer to notice the new
+// head.
+func TestShouldYieldAfterHandoff(t *testing.T) {
+	const slice = 200 * time.Millisecond
+	l := gvl.New(gvl.WithTimeslice(slice))
+	l.Acquire()
+	rose := make(chan time.Time, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		l.Acquire()
+		deadline := time.Now().Add(timeout)
+		for !l.ShouldYield() && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Microsecond)
+		}
+		rose <- time.Now()
+		l.Release()
+	})
+	waitWaiters(t, l, 1)
+	start := time.Now()
+	l.Yield()
+	got := recv(t, rose).Sub(start)
+	l.Release()
+	wg.Wait()
+	assert.GreaterOrEqual(t, got, slice, "ShouldYield() rose before a timeslice had passed")
+	assert.Less(t, got, slice*7/4, "ShouldYield() rose %v after the handoff, want 1 to 1.5 slices", got)
+}
+
 // TestShouldYieldStaysDownWhileHandingOver: holders that hand the lock over
 // again and again are never asked to yield, however long they keep at it,
 // though somebody is always waiting.
