@@ -17,14 +17,13 @@ import (
 // timeslices after the longest waiter reached the head of the queue, and a
 // handoff neither reads the clock nor touches a timer.
 //
-// Why the watch is set again only by its own tick: a pending timer costs a
-// clock reading (about 30 ns here) each time the P whose heap holds it looks
-// for a goroutine to run, which a ping-pong of handoffs does twice a round
-// trip, and a timer stays on the P that set it. A timer set by the
-// handoffs would always sit on the P running them; the tick runs on
-// whichever P ran the expired timer, sometimes an idle one that found it
-// while looking for work, and then the watch stays off the busy P
-// (bench/README.md, "The gvl handoff").
+// Why nothing on the handoff path sets the watch: a pending timer costs a
+// clock reading (about 30 ns here) each time the P whose heap holds it
+// looks for a goroutine to run, which a ping-pong of handoffs does twice a
+// round trip, and a timer stays on the P that set it: for the handoffs, the
+// busy one. The tick runs wherever the expired timer was run, and a busy P
+// runs its own first, so this helps less than it might (bench/README.md,
+// "A third look").
 
 // timeslice returns the timeslice in nanoseconds, or a negative number if
 // timeslices are disabled.
@@ -39,8 +38,8 @@ func (l *Lock) timeslice() int64 {
 // timeslice and asks the holder to yield. It is a single atomic load.
 //
 // It turns true between one and one and a half timeslices after the
-// longest waiter reached the head of the queue (see WithTimeslice for slices under a
-// millisecond). A goroutine that has called Acquire but has not yet run far
+// longest waiter reached the head of the queue (see WithTimeslice for
+// slices under a millisecond). A goroutine that has called Acquire but has not yet run far
 // enough to queue is not waiting yet: at GOMAXPROCS=1 a holder that never
 // blocks lets such a goroutine run only when the Go scheduler preempts it,
 // after about 10 ms, so there ShouldYield may turn true up to one scheduling
