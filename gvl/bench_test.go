@@ -52,8 +52,8 @@ func BenchmarkUncontended(b *testing.B) {
 
 // BenchmarkPingPong is two goroutines taking turns: one op is a round trip,
 // two handoffs. The baseline is the same alternation over unbuffered
-// channels. gvl-notimeslice is the lock without timeslices: its waiters
-// arm no timer, which shows what the timeslice timer costs a handoff.
+// channels. gvl-notimeslice is the lock without timeslices: it sets no
+// timer, which shows what the timeslice timer costs a handoff.
 func BenchmarkPingPong(b *testing.B) {
 	b.Run("gvl", func(b *testing.B) { pingPong(b, 0) })
 	b.Run("gvl-notimeslice", func(b *testing.B) { pingPong(b, 0, gvl.WithTimeslice(0)) })

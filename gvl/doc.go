@@ -15,7 +15,8 @@
 // (Ruby's BLOCKING_REGION). A holder that keeps the lock longer than a
 // timeslice while others wait is asked to yield; it learns so from
 // ShouldYield, and Checkpoint yields for it. No background goroutine keeps
-// time: the waiter at the head of the queue times its own wait.
+// time: one timer per lock, pending only while goroutines wait, looks once
+// a timeslice whether the head of the queue has moved.
 //
 // Misuse that can be detected, such as releasing a lock nobody holds,
 // panics with a message that starts with "gvl:". A Lock does not record

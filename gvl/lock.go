@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The lock word, Lock.state, packs the whole answer to "who has it and who
@@ -42,10 +43,10 @@ type Lock struct {
 	// releaser counts the acquisition it hands over. It sits beside state,
 	// which every acquisition writes anyway.
 	acquisitions atomic.Uint64
-	// yieldReq is raised, with mu held, by the head waiter's timer once the
-	// holder has kept the lock for a timeslice while that waiter was at the
-	// head of the queue; it is cleared, with mu held, at every handoff and
-	// when the queue empties. ShouldYield reads it alone.
+	// yieldReq is raised, with mu held, by the lock's watch once the
+	// holder has kept the lock for a timeslice while the same waiter was at
+	// the head of the queue; it is cleared, with mu held, at every handoff
+	// and when the queue empties. ShouldYield reads it alone.
 	yieldReq atomic.Bool
 
 	// slice and hook are set by New and never change afterwards.
@@ -62,12 +63,16 @@ type Lock struct {
 	waits waitCounters
 
 	// mu guards the queue and everything in it (the waiter records'
-	// links, flags and timers), the free list and stats. It is held only
-	// for a few instructions at a time, never while blocking.
+	// links and flags), the free list, the watch and stats. It is held
+	// only for a few instructions at a time, never while blocking.
 	mu    sync.Mutex
 	q     queue
 	free  *waiter // unused waiter records, linked through next
 	stats counters
+	// watch is the lock's timeslice timer (timeslice.go), made at the
+	// first wait; watching says it is pending or its tick is under way.
+	watch    *time.Timer
+	watching bool
 }
 
 // New returns an unlocked Lock configured by opts.
@@ -187,6 +192,9 @@ func (l *Lock) acquireSlow(done <-chan struct{}) bool {
 	since := nanotime()
 	w.since = since
 	l.q.pushBack(w)
+	if l.q.head == w {
+		w.seenAt = since // at the head from now on; see timeslice.go
+	}
 	l.headChanged()
 	l.mu.Unlock()
 

@@ -3,8 +3,8 @@ package gvl
 import "time"
 
 // DefaultTimeslice is how long a holder may keep the lock while another
-// goroutine waits before it is asked to yield (between one and two slices;
-// see ShouldYield).
+// goroutine waits before it is asked to yield (between one and one and a
+// half slices; see ShouldYield).
 //
 // 10 ms is Go's own scheduling quantum (the runtime preempts a goroutine
 // that has run that long), so on a single P a waiter behind a spinning
@@ -20,7 +20,7 @@ type Option func(*Lock)
 
 // WithTimeslice sets how long a holder may keep the lock while others wait
 // before ShouldYield reports true. A d of zero or less disables timeslices:
-// waiters then never ask the holder to yield and arm no timers.
+// waiters then never ask the holder to yield, and the lock sets no timer.
 //
 // Slices shorter than a millisecond are honored late: when no P is running
 // goroutines, the runtime sleeps in epoll_wait, which counts in whole

@@ -1,9 +1,5 @@
 package gvl
 
-import (
-	"time"
-)
-
 // A waiter is one goroutine's place in the queue. Records are reused, so a
 // handoff allocates nothing once the lock has made as many records as it
 // ever had goroutines waiting at once.
@@ -11,9 +7,6 @@ type waiter struct {
 	// ch receives exactly one grant per wait. Its capacity of one lets the
 	// releaser send without blocking, before or after the waiter sleeps.
 	ch chan struct{}
-	// timer times the head waiter's wait against the timeslice; nil when
-	// timeslices are disabled. It runs Lock.expired for this record.
-	timer *time.Timer
 
 	// since is when the wait began (nanotime), for waits that are timed:
 	// those of acquireSlow, not Yield's. Written by the waiting goroutine
@@ -23,9 +16,7 @@ type waiter struct {
 	// Guarded by Lock.mu.
 	prev, next *waiter // queue links; next also links the free list
 	queued     bool    // in the queue, no grant sent yet
-	headed     bool    // at the head of the queue, and timing the holder
-	armed      bool    // timer set and its firing not yet handled
-	fresh      bool    // the timer was set while this record was head
+	seenAt     int64   // nanotime when first known at the head; 0: not yet
 }
 
 // queue is an intrusive FIFO list of waiters, guarded by Lock.mu.
@@ -41,7 +32,7 @@ func (q *queue) pushBack(w *waiter) {
 		q.tail.next = w
 	}
 	q.tail = w
-	w.queued, w.headed = true, false
+	w.queued, w.seenAt = true, 0
 }
 
 func (q *queue) remove(w *waiter) {
@@ -66,18 +57,7 @@ func (l *Lock) record() *waiter {
 		w.next = nil
 		return w
 	}
-	w := &waiter{ch: make(chan struct{}, 1)}
-	if l.timeslice() > 0 {
-		// Why AfterFunc and not a timer channel the waiter selects on: a
-		// goroutine blocking on a timer channel puts the timer into the
-		// runtime's heap and takes it out again when it wakes (Go 1.23
-		// timer channels), about 150 ns on every wait, measured here on
-		// PingPong. A func timer costs nothing until it fires, which is at
-		// most about once per timeslice.
-		w.timer = time.AfterFunc(time.Hour, func() { l.expired(w) })
-		w.timer.Stop()
-	}
-	return w
+	return &waiter{ch: make(chan struct{}, 1)}
 }
 
 // pushFree returns w to the free list. Must be called with mu held, and w

@@ -4,23 +4,26 @@ import (
 	"time"
 )
 
-// How timeslices work without a timer goroutine, and without reading the
-// clock on a handoff. Every handoff dequeues the head of the queue, so while
-// one waiter stays at the head the holder cannot change: a waiter that has
-// been at the head for a whole timeslice has waited a timeslice behind one
-// and the same holder. So the head alone times the holder, with the timer
-// in its record, and raises yieldReq when its timer fires after a whole
-// slice as head.
+// How timeslices work: one timer per lock, the watch, ticks while anybody
+// waits and stops once nobody does. Every handoff dequeues the head of the
+// queue, so while one waiter stays at the head the holder cannot change: a
+// waiter that has been at the head for a whole slice has waited a slice
+// behind one and the same holder. When a waiter got to the head is known
+// (seenAt) if it queued into an empty queue, which reads the clock anyway
+// to time the wait, or if it started the watch; otherwise, as after a
+// handoff, the next tick sets it. A tick raises yieldReq once the head has
+// been there a slice, and sleeps until then, or for half a slice if that
+// is sooner. So a holder is asked to yield between one and one and a half
+// timeslices after the longest waiter reached the head of the queue, and a
+// handoff neither reads the clock nor touches a timer.
 //
-// Setting a timer costs more than the rest of a handoff, and a Yield loop
-// makes a new head at every turn. So a record whose timer is still pending
-// from an earlier turn keeps it: when it fires, the head knows it was not
-// set during this stint (fresh is false), sets it again for a whole slice
-// and decides at the next firing. A holder is therefore asked to yield
-// between one and two timeslices after the longest waiter reached the head
-// of the queue, and a busy lock costs at most one timer firing per record
-// and timeslice. No goroutine keeps time meanwhile: the runtime runs the
-// timer's few instructions when it fires.
+// Why nothing on the handoff path sets the watch: a pending timer costs a
+// clock reading (about 30 ns here) each time the P whose heap holds it
+// looks for a goroutine to run, which a ping-pong of handoffs does twice a
+// round trip, and a timer stays on the P that set it: for the handoffs, the
+// busy one. The tick runs wherever the expired timer was run, and a busy P
+// runs its own first, so this helps less than it might (bench/README.md,
+// "A third look").
 
 // timeslice returns the timeslice in nanoseconds, or a negative number if
 // timeslices are disabled.
@@ -34,9 +37,9 @@ func (l *Lock) timeslice() int64 {
 // ShouldYield reports whether a waiter has been kept waiting longer than the
 // timeslice and asks the holder to yield. It is a single atomic load.
 //
-// It turns true between one and two timeslices after the longest waiter
-// reached the head of the queue (see WithTimeslice for slices under a
-// millisecond). A goroutine that has called Acquire but has not yet run far
+// It turns true between one and one and a half timeslices after the
+// longest waiter reached the head of the queue (see WithTimeslice for
+// slices under a millisecond). A goroutine that has called Acquire but has not yet run far
 // enough to queue is not waiting yet: at GOMAXPROCS=1 a holder that never
 // blocks lets such a goroutine run only when the Go scheduler preempts it,
 // after about 10 ms, so there ShouldYield may turn true up to one scheduling
@@ -55,41 +58,50 @@ func (l *Lock) Checkpoint() {
 	}
 }
 
-// headChanged starts the timing of a waiter that has just reached the head
-// of the queue, and lowers yieldReq if the queue is empty. Must be called
-// with mu held, whenever the head may have changed.
+// headChanged starts the watch if somebody waits and it is not running, and
+// lowers yieldReq if the queue is empty. Must be called with mu held,
+// whenever the head may have changed.
 func (l *Lock) headChanged() {
 	h := l.q.head
 	if h == nil {
 		l.clearYieldReq()
 		return
 	}
-	if h.headed || h.timer == nil {
+	if l.watching || l.slice < 0 {
 		return
 	}
-	h.headed = true
-	if h.armed {
-		h.fresh = false // pending from an earlier turn; see above
+	l.watching = true
+	if h.seenAt == 0 {
+		h.seenAt = nanotime()
+	}
+	d := time.Duration(l.timeslice() / 2) // the head may change before a slice
+	if l.watch == nil {
+		l.watch = time.AfterFunc(d, l.tick)
 		return
 	}
-	h.timer.Reset(time.Duration(l.timeslice()))
-	h.armed, h.fresh = true, true
+	l.watch.Reset(d)
 }
 
-// expired runs when w's timer fires. By then w may be head of the queue,
-// further back, or recycled; only a head acts on it.
-func (l *Lock) expired(w *waiter) {
+// tick runs, on a goroutine of its own, when the watch fires.
+func (l *Lock) tick() {
 	l.mu.Lock()
-	w.armed = false
-	if w.queued && w.headed {
-		if w.fresh {
-			l.yieldReq.Store(true)
-		} else {
-			w.timer.Reset(time.Duration(l.timeslice()))
-			w.armed, w.fresh = true, true
-		}
+	defer l.mu.Unlock()
+	h := l.q.head
+	if h == nil {
+		l.watching = false
+		return
 	}
-	l.mu.Unlock()
+	now := nanotime()
+	if h.seenAt == 0 {
+		h.seenAt = now
+	}
+	slice := l.timeslice()
+	d := h.seenAt + slice - now
+	if d <= 0 {
+		l.yieldReq.Store(true)
+		d = slice
+	}
+	l.watch.Reset(time.Duration(min(d, slice/2)))
 }
 
 // clearYieldReq lowers yieldReq. It reads before it writes: the flag is

@@ -140,6 +140,92 @@ func TestShouldYield(t *testing.T) {
 	wg.Wait()
 }
 
+// TestShouldYieldTimesliceBounds: the flag rises no sooner than a
+// timeslice after a waiter queued behind a holder that keeps the lock, and
+// rises again for the next waiter after the lock has been quiet for longer
+// than a slice, when nobody was waiting and the lock's timer had stopped.
+func TestShouldYieldTimesliceBounds(t *testing.T) {
+	const slice = 20 * time.Millisecond
+	l := gvl.New(gvl.WithTimeslice(slice))
+	for round := range 2 {
+		l.Acquire()
+		start := time.Now()
+		w := queueWaiter(t, l)
+		deadline := time.Now().Add(timeout)
+		for !l.ShouldYield() {
+			require.False(t, time.Now().After(deadline), "round %d: ShouldYield() still false %v after a waiter queued", round, timeout)
+			time.Sleep(100 * time.Microsecond)
+		}
+		assert.GreaterOrEqual(t, time.Since(start), slice, "round %d: ShouldYield() rose before a timeslice had passed", round)
+		l.Release()
+		w.finish(t)
+		require.False(t, l.ShouldYield(), "round %d: ShouldYield() of a free lock", round)
+		time.Sleep(3 * slice) // nobody waits: the timer runs out
+	}
+}
+
+// TestShouldYieldAfterHandoff: a goroutine that gets the lock from Yield
+// and keeps it is asked to yield for the yielder, which waits at the head of
+// the queue from the handoff on: no sooner than a slice after it, and no
+// later than the promised one and a half slices, give or take a quarter
+// for late timers. The handoff comes right after the lock's timer started
+// for the waiter before, the worst case for the timer to notice the new
+// head.
+func TestShouldYieldAfterHandoff(t *testing.T) {
+	const slice = 200 * time.Millisecond
+	l := gvl.New(gvl.WithTimeslice(slice))
+	l.Acquire()
+	rose := make(chan time.Time, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		l.Acquire()
+		deadline := time.Now().Add(timeout)
+		for !l.ShouldYield() && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Microsecond)
+		}
+		rose <- time.Now()
+		l.Release()
+	})
+	waitWaiters(t, l, 1)
+	start := time.Now()
+	l.Yield()
+	got := recv(t, rose).Sub(start)
+	l.Release()
+	wg.Wait()
+	assert.GreaterOrEqual(t, got, slice, "ShouldYield() rose before a timeslice had passed")
+	assert.Less(t, got, slice*7/4, "ShouldYield() rose %v after the handoff, want 1 to 1.5 slices", got)
+}
+
+// TestShouldYieldStaysDownWhileHandingOver: holders that hand the lock over
+// again and again are never asked to yield, however long they keep at it,
+// though somebody is always waiting.
+func TestShouldYieldStaysDownWhileHandingOver(t *testing.T) {
+	// Generous: a false rise needs one waiter at the head for a whole slice
+	// while the lock changes hands every few microseconds.
+	const slice, run = 20 * time.Millisecond, 10 * 20 * time.Millisecond
+	l := gvl.New(gvl.WithTimeslice(slice))
+	var stop, rose atomic.Bool
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			l.Acquire()
+			for !stop.Load() {
+				if l.ShouldYield() {
+					rose.Store(true)
+				}
+				l.Yield()
+			}
+			l.Release()
+		})
+	}
+	waitWaiters(t, l, 1)
+	time.Sleep(run)
+	stop.Store(true)
+	wg.Wait()
+	assert.False(t, rose.Load(), "ShouldYield() rose for holders that hand over at every turn")
+	assert.Greater(t, l.Stats().Yields, uint64(2), "the holders took no turns")
+}
+
 func TestTimesliceDisabled(t *testing.T) {
 	l := gvl.New(gvl.WithTimeslice(0))
 	l.Acquire()
