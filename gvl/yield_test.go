@@ -201,8 +201,9 @@ func TestShouldYieldAfterHandoff(t *testing.T) {
 // though somebody is always waiting.
 func TestShouldYieldStaysDownWhileHandingOver(t *testing.T) {
 	// Generous: a false rise needs one waiter at the head for a whole slice
-	// while the lock changes hands every few microseconds.
-	const slice, run = 20 * time.Millisecond, 10 * 20 * time.Millisecond
+	// while the lock changes hands every few microseconds; a slice of
+	// 100 ms outlasts the stalls a loaded machine gives a thread.
+	const slice, run = 100 * time.Millisecond, 5 * 100 * time.Millisecond
 	l := gvl.New(gvl.WithTimeslice(slice))
 	var stop, rose atomic.Bool
 	var wg sync.WaitGroup
