@@ -1,6 +1,7 @@
 package gcstep
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -178,9 +179,23 @@ func (c *cpuReader) read() time.Duration {
 // runtime.GC took the cycles' total from 53 ms to 91 ms. If no cycle
 // started all the same (a runtime that paces its trigger differently),
 // runtime.GC runs, so a step that decided to collect always collects.
+//
+// A program at GOGC=off (with no memory limit) would have its GOGC back
+// before the inline cycle ends, and so the cycle would end with an
+// unbounded heap goal and turn on huge pages for the heap metadata, as
+// above: 2 MiB more resident memory in about one run in three here. So for
+// such a program the step restores a stand-in instead (offStandIn: a goal
+// far above the heap, below the runtime's 1 GiB), and the program's GOGC
+// once the cycle has ended. The cycle count moves before the runtime looks
+// at the goal, and the look comes after the world restarts; it is over
+// when the runtime lets the world be stopped again, so the step reads the
+// memory statistics (a stop-the-world, a few tens of microseconds) before
+// it restores GOGC=off. A cycle still marking when the budget runs out
+// ends with GOGC=off.
 type inliner struct {
 	buf []byte           // the trigger allocation, kept here so that it escapes to the heap
 	s   []metrics.Sample // completed cycles, heap goal, live heap
+	ms  runtime.MemStats // read to wait for the end of a cycle under GOGC=off
 }
 
 func newInliner() *inliner {
@@ -209,7 +224,19 @@ func (in *inliner) cycle(budget time.Duration) window {
 	if !started {
 		metrics.Read(in.s)
 		if in.s[0].Value.Uint64() == before {
-			runtime.GC()
+			standIn := 0
+			if w.before < 0 && !w.kept && noMemoryLimit() {
+				standIn = offStandIn(in.s[2].Value.Uint64())
+				if got := debug.SetGCPercent(standIn); got != w.before {
+					w.close(got, w.before) // the program set its own meanwhile
+					debug.SetGCPercent(got)
+					standIn = 0
+				}
+			}
+			runtime.GC() // returns once the cycle has ended
+			if standIn != 0 {
+				in.restoreOff(&w, standIn)
+			}
 		}
 	}
 	return w
@@ -235,6 +262,7 @@ func (in *inliner) kick(budget time.Duration, wait bool) (w window, started bool
 	start := time.Now()
 	metrics.Read(in.s)
 	before := in.s[0].Value.Uint64()
+	standIn := 0 // the GOGC the cycle ends with, for a program at GOGC=off
 	for {
 		prev := debug.SetGCPercent(nudgedGOGC)
 		if !w.kept {
@@ -252,20 +280,60 @@ func (in *inliner) kick(budget time.Duration, wait bool) (w window, started bool
 		}
 		in.buf = make([]byte, kickSize)
 		in.buf = nil
-		w.close(debug.SetGCPercent(w.before), nudgedGOGC)
+		restore := w.before
+		if wait && w.before < 0 && !w.kept && noMemoryLimit() {
+			standIn = offStandIn(live)
+			restore = standIn
+		}
+		w.close(debug.SetGCPercent(restore), nudgedGOGC)
 		break
 	}
 	if w.kept {
 		debug.SetGCPercent(w.set) // the program's own value stays
+		standIn = 0
 	}
+	ended := false
 	for wait && time.Since(start) < budget {
 		time.Sleep(markPoll)
 		metrics.Read(in.s)
 		if in.s[0].Value.Uint64() != before {
+			ended = true
 			break
 		}
 	}
+	if standIn != 0 {
+		if ended {
+			runtime.ReadMemStats(&in.ms) // waits for the cycle's end
+		}
+		in.restoreOff(&w, standIn)
+	}
 	return w, true
+}
+
+// restoreOff puts the program's GOGC=off back after a cycle that ran with
+// standIn, keeping a value the program set meanwhile.
+func (in *inliner) restoreOff(w *window, standIn int) {
+	if got := debug.SetGCPercent(w.before); got != standIn {
+		w.close(got, standIn)
+		debug.SetGCPercent(got) // the program's own value stays
+	}
+}
+
+// offStandIn is the GOGC an inline cycle of a program at GOGC=off ends
+// with: a heap goal far above the heap, so that the runtime starts no
+// cycle of its own before GOGC=off is back, and under the 1 GiB past
+// which it turns on huge pages for its heap metadata (runtime/mgc.go,
+// minHeapForMetadataHugePages) while the live heap is under about
+// 2.5 MiB; a larger heap gets a goal of about 256 MiB, and from 256 MiB
+// of live heap on GOGC=100, where the runtime makes that choice itself.
+func offStandIn(live uint64) int {
+	return int(min(max(100*(256<<20)/max(live, 1), 100), 10000))
+}
+
+// noMemoryLimit reports whether the program runs without a memory limit,
+// where GOGC=off means a heap goal without bound.
+func noMemoryLimit() bool {
+	return debug.SetMemoryLimit(-1) == math.MaxInt64
 }
 
 // markPoll is how long an inline cycle sleeps between looks at the cycle
