@@ -62,6 +62,10 @@ type env struct {
 	spawn func(f func())
 	// procs is GOMAXPROCS.
 	procs func() int
+	// settle finishes what an inline cycle that outlived its step left
+	// to do, once the cycle has ended or, with force, at once: put back
+	// GOGC=off after a cycle that ran with a stand-in (see inliner).
+	settle func(force bool)
 }
 
 // realEnv is the environment over the Go runtime.
@@ -80,6 +84,7 @@ func realEnv() env {
 		faultProbe:   probeFault,
 		spawn:        func(f func()) { go f() },
 		procs:        func() int { return runtime.GOMAXPROCS(0) },
+		settle:       in.settle,
 	}
 }
 
@@ -191,11 +196,17 @@ func (c *cpuReader) read() time.Duration {
 // when the runtime lets the world be stopped again, so the step reads the
 // memory statistics (a stop-the-world, a few tens of microseconds) before
 // it restores GOGC=off. A cycle still marking when the budget runs out
-// ends with GOGC=off.
+// keeps the stand-in until a later step sees it ended (settle), or the
+// Runtime is closed.
 type inliner struct {
 	buf []byte           // the trigger allocation, kept here so that it escapes to the heap
 	s   []metrics.Sample // completed cycles, heap goal, live heap
 	ms  runtime.MemStats // read to wait for the end of a cycle under GOGC=off
+
+	// A stand-in an inline cycle left in place because it outlived its
+	// step: the GOGC it set (0: none) and the cycle count before it.
+	standIn       int
+	standInCycles uint64
 }
 
 func newInliner() *inliner {
@@ -302,12 +313,33 @@ func (in *inliner) kick(budget time.Duration, wait bool) (w window, started bool
 		}
 	}
 	if standIn != 0 {
-		if ended {
-			runtime.ReadMemStats(&in.ms) // waits for the cycle's end
+		if !ended {
+			in.standIn, in.standInCycles = standIn, before // for settle
+			return w, true
 		}
+		runtime.ReadMemStats(&in.ms) // waits for the cycle's end
 		in.restoreOff(&w, standIn)
 	}
 	return w, true
+}
+
+// settle puts GOGC=off back after a cycle that outlived its step with a
+// stand-in, once the cycle has ended, or at once with force. A value the
+// program set meanwhile stays.
+func (in *inliner) settle(force bool) {
+	if in.standIn == 0 {
+		return
+	}
+	if !force {
+		metrics.Read(in.s)
+		if in.s[0].Value.Uint64() == in.standInCycles {
+			return // still marking
+		}
+		runtime.ReadMemStats(&in.ms) // waits for the cycle's end
+	}
+	w := window{before: -1}
+	in.restoreOff(&w, in.standIn)
+	in.standIn = 0
 }
 
 // restoreOff puts the program's GOGC=off back after a cycle that ran with

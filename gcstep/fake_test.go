@@ -158,6 +158,7 @@ func (w *world) env() env {
 		},
 		faultProbe: func() time.Duration { return w.fault },
 		procs:      func() int { return w.procs },
+		settle:     func(bool) {},
 		spawn: func(f func()) {
 			w.spawnCount++
 			w.spawned = append(w.spawned, f)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -32,27 +33,36 @@ func TestOffCyclesLeaveMetadataPagesSmall(t *testing.T) {
 	cmd.Env = append(os.Environ(), offChildEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "child: %s", out)
-	var cycles, hg int
+	var cycles, hg, gogc int
 	for line := range strings.Lines(string(out)) {
-		if _, err := fmt.Sscanf(line, "cycles %d hg %d", &cycles, &hg); err == nil {
+		if _, err := fmt.Sscanf(line, "cycles %d hg %d gogc %d", &cycles, &hg, &gogc); err == nil {
 			break
 		}
 	}
-	require.Positive(t, cycles, "the child ran no inline cycle: %s", out)
+	require.GreaterOrEqual(t, cycles, 10, "the child's inline cycles: %s", out)
 	require.Zero(t, hg, "mappings with huge pages turned on after %d inline cycles at GOGC=off", cycles)
+	require.Equal(t, -1, gogc, "GOGC after Close")
 }
 
-// offChild runs inline cycles at GOGC=off and prints how many, and how
-// many mappings have huge pages turned on.
+// offChild runs inline cycles at GOGC=off, half of them with a budget
+// too short for the cycle to end within its step (with one P every cycle
+// starts inline), and prints how many, how many mappings have huge pages
+// turned on, and GOGC after Close.
 func offChild() {
+	runtime.GOMAXPROCS(1)
 	debug.SetGCPercent(-1)
 	rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1), eager)
-	defer rt.Close()
-	for range 20 {
+	for i := range 20 {
 		garbage(1 << 20)
-		rt.Step(time.Second)
+		budget := time.Second
+		if i%2 == 1 {
+			budget = time.Microsecond // the cycle outlives the step
+		}
+		rt.Step(budget)
+		time.Sleep(time.Millisecond)
 	}
-	fmt.Printf("cycles %d hg %d\n", rt.Stats().CyclesInline, hugeMappings())
+	rt.Close()
+	fmt.Printf("cycles %d hg %d gogc %d\n", rt.Stats().CyclesInline, hugeMappings(), debug.SetGCPercent(-1))
 }
 
 // hugeMappings counts this process's mappings that have huge pages turned

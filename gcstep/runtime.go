@@ -264,6 +264,7 @@ func (rt *Runtime) step(l *Loop, budget time.Duration) (more bool) {
 // look reads the heap and updates what the policy knows. rt.mu must be
 // held.
 func (rt *Runtime) look(now time.Duration) {
+	rt.env.settle(false)
 	rt.env.read(&rt.r)
 	rt.observe(now)
 	if rt.trap.check(rt.r.gogc, rt.env.setGCPercent) {
@@ -550,6 +551,7 @@ func (rt *Runtime) Stats() Stats {
 func (rt *Runtime) Close() {
 	rt.mu.Lock() // no step is between its check of closed and starting a release
 	rt.closed.Store(true)
+	rt.env.settle(true) // GOGC is the program's again
 	rt.mu.Unlock()
 	rt.wg.Wait()
 }
