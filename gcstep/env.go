@@ -186,18 +186,20 @@ func (c *cpuReader) read() time.Duration {
 // runtime.GC runs, so a step that decided to collect always collects.
 //
 // A program at GOGC=off (with no memory limit) would have its GOGC back
-// before the inline cycle ends, and so the cycle would end with an
-// unbounded heap goal and turn on huge pages for the heap metadata, as
-// above: 2 MiB more resident memory in about one run in three here. So for
-// such a program the step restores a stand-in instead (offStandIn: a goal
-// far above the heap, below the runtime's 1 GiB), and the program's GOGC
-// once the cycle has ended. The cycle count moves before the runtime looks
-// at the goal, and the look comes after the world restarts; it is over
-// when the runtime lets the world be stopped again, so the step reads the
-// memory statistics (a stop-the-world, a few tens of microseconds) before
-// it restores GOGC=off. A cycle still marking when the budget runs out
-// keeps the stand-in until a later step sees it ended (settle), or the
-// Runtime is closed.
+// before the cycle ends, and so the cycle would end with an unbounded
+// heap goal and turn on huge pages for the heap metadata, as above: 2 MiB
+// more resident memory in about one run in three here. So for such a
+// program the step restores a stand-in instead (offStandIn: a goal far
+// above the heap, below the runtime's 1 GiB, so that the program's
+// allocations pay no assists and start no cycle of the runtime's), and
+// the program's GOGC once the cycle has ended. The cycle count moves
+// before the runtime looks at the goal, and the look comes after the
+// world restarts; it is over when the runtime lets the world be stopped
+// again, so the step reads the memory statistics (a stop-the-world, a few
+// tens of microseconds) before it restores GOGC=off. A started cycle, or
+// an inline one still marking when the budget runs out, keeps the
+// stand-in until a later step sees it ended (settle), or the Runtime is
+// closed.
 type inliner struct {
 	buf []byte           // the trigger allocation, kept here so that it escapes to the heap
 	s   []metrics.Sample // completed cycles, heap goal, live heap
@@ -258,8 +260,9 @@ func (in *inliner) cycle(budget time.Duration) window {
 // so the program's allocations pay no more than they would in any cycle.
 // Holding GOGC at 1 % for the whole cycle, as an earlier version did, made
 // every allocation during the mark phase pay assists as if the heap were
-// far over its goal. It yields to the sweeper for at most half of budget
-// and reports false if no cycle could start.
+// far over its goal. For a program at GOGC=off the stand-in stays until
+// the cycle has ended (see inliner). It yields to the sweeper for at most
+// half of budget and reports false if no cycle could start.
 func (in *inliner) start(budget time.Duration) (window, bool) {
 	return in.kick(budget, false)
 }
@@ -270,6 +273,7 @@ func (in *inliner) start(budget time.Duration) (window, bool) {
 // a cycle still marking then goes on concurrently. It reports false only
 // if no cycle could start (see inliner).
 func (in *inliner) kick(budget time.Duration, wait bool) (w window, started bool) {
+	in.settle(false) // a stand-in left by an earlier cycle is not the program's GOGC
 	start := time.Now()
 	metrics.Read(in.s)
 	before := in.s[0].Value.Uint64()
@@ -292,7 +296,7 @@ func (in *inliner) kick(budget time.Duration, wait bool) (w window, started bool
 		in.buf = make([]byte, kickSize)
 		in.buf = nil
 		restore := w.before
-		if wait && w.before < 0 && !w.kept && noMemoryLimit() {
+		if w.before < 0 && !w.kept && noMemoryLimit() {
 			standIn = offStandIn(live)
 			restore = standIn
 		}

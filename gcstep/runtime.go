@@ -42,9 +42,9 @@ import (
 // A Runtime changes the process's GOGC only for the moment it takes to
 // start a cycle: to 1 % while it starts one; an inline cycle then waits
 // for its mark phase with GOGC restored. For a program at GOGC=off (and
-// no memory limit) an inline cycle ends with a finite stand-in instead,
-// put back to off once the cycle has ended, so that the runtime does not
-// turn on huge pages for its heap metadata (see doc/policy.md). A call to
+// no memory limit) a cycle ends with a finite stand-in instead, put back
+// to off once the cycle has ended, so that the runtime does not turn on
+// huge pages for its heap metadata (see doc/policy.md). A call to
 // debug.SetGCPercent by the program inside such a moment is kept, and a
 // program that saves and restores around it is repaired at the next step
 // (see doc/policy.md). Use one Runtime per process.
