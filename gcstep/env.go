@@ -62,9 +62,9 @@ type env struct {
 	spawn func(f func())
 	// procs is GOMAXPROCS.
 	procs func() int
-	// settle finishes what an inline cycle that outlived its step left
-	// to do, once the cycle has ended or, with force, at once: put back
-	// GOGC=off after a cycle that ran with a stand-in (see inliner).
+	// settle finishes what a cycle that outlived its step left to do,
+	// once the cycle has ended (with force, waiting for that end): put
+	// back GOGC=off after a cycle that ran with a stand-in (see inliner).
 	settle func(force bool)
 }
 
@@ -328,18 +328,26 @@ func (in *inliner) kick(budget time.Duration, wait bool) (w window, started bool
 }
 
 // settle puts GOGC=off back after a cycle that outlived its step with a
-// stand-in, once the cycle has ended, or at once with force. A value the
-// program set meanwhile stays.
+// stand-in, once the cycle has ended; with force (Close) it waits for
+// that end, for at most backgroundTimeout. A value the program set
+// meanwhile stays.
 func (in *inliner) settle(force bool) {
 	if in.standIn == 0 {
 		return
 	}
-	if !force {
-		metrics.Read(in.s)
-		if in.s[0].Value.Uint64() == in.standInCycles {
-			return // still marking
+	metrics.Read(in.s)
+	if force {
+		// Closing: wait for the cycle to end, as long as a started
+		// cycle is waited for (backgroundTimeout).
+		for start := time.Now(); in.s[0].Value.Uint64() == in.standInCycles && time.Since(start) < backgroundTimeout; {
+			time.Sleep(markPoll)
+			metrics.Read(in.s)
 		}
+	}
+	if in.s[0].Value.Uint64() != in.standInCycles {
 		runtime.ReadMemStats(&in.ms) // waits for the cycle's end
+	} else if !force {
+		return // still marking
 	}
 	w := window{before: -1}
 	in.restoreOff(&w, in.standIn)
