@@ -53,7 +53,7 @@ type env struct {
 	gcCPU func() time.Duration
 	// setGCPercent is debug.SetGCPercent, used to repair GOGC.
 	setGCPercent func(int) int
-	release      func() // return memory to the OS (debug.FreeOSMemory)
+	release      func() // return memory to the OS (see releaseMemory)
 	// faultProbe measures what faulting a page back in costs after it
 	// was returned to the OS (see probeFault).
 	faultProbe func() time.Duration
@@ -80,12 +80,22 @@ func realEnv() env {
 		start:        in.start,
 		gcCPU:        newCPUReader().read,
 		setGCPercent: debug.SetGCPercent,
-		release:      debug.FreeOSMemory,
+		release:      releaseMemory,
 		faultProbe:   probeFault,
 		spawn:        func(f func()) { go f() },
 		procs:        func() int { return runtime.GOMAXPROCS(0) },
 		settle:       in.settle,
 	}
+}
+
+// releaseMemory collects twice and returns the free memory to the OS. One
+// cycle is not enough after a burst: what sync.Pool holds (net/http's
+// buffered readers and writers, for one) survives a cycle in the pool's
+// victim cache, and only the next cycle frees it; debug.FreeOSMemory runs
+// that second cycle and then returns the pages.
+func releaseMemory() {
+	runtime.GC()
+	debug.FreeOSMemory()
 }
 
 // metricsReader reads the nine samples the policy uses into a slice it

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"testing"
 	"time"
 
@@ -241,4 +242,23 @@ func TestInlinerWaitsForTheSweepNotForRuntimeGC(t *testing.T) {
 	// not within the 50 ms each step here allows); that some did not is
 	// what the test asks.
 	check(t, forced()-f0 < n, "all %d cycles fell back to runtime.GC", n)
+}
+
+// What a sync.Pool holds survives one cycle in the pool's victim cache: a
+// release collects twice, so that a burst's pooled buffers are freed and
+// returned too.
+func TestReleaseFreesWhatPoolsHold(t *testing.T) {
+	heap := func() uint64 {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	var pool sync.Pool
+	runtime.GC()
+	pool.Put(make([]byte, 8<<20))
+	before := heap()
+	realEnv().release()
+	after := heap()
+	runtime.KeepAlive(&pool)
+	assert.GreaterOrEqual(t, int64(before)-int64(after), int64(8<<20), "heap objects %d before the release, %d after", before, after)
 }
