@@ -45,7 +45,7 @@ type prices struct {
 	inlineCPU ratio // collector CPU of an inline cycle, per model(live)
 	bgCPU     ratio // collector CPU of a background cycle, per model(live)
 	kick      ewma  // wall time the loop spends starting a background cycle, ns
-	release   ewma  // wall time of a release (a cycle and the scavenge), ns
+	release   ewma  // wall time of a release (two cycles and the scavenge), ns
 
 	held    float64       // byte-seconds of garbage held since the last cycle
 	heldAt  time.Duration // when held was last brought up to date
