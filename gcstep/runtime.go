@@ -12,7 +12,8 @@ import (
 // every default are in doc/policy.md):
 //
 //   - It decides from runtime/metrics (no allocation, no stop-the-world);
-//     runtime.ReadMemStats is never called.
+//     runtime.ReadMemStats is called only to wait for the end of a cycle
+//     of a program at GOGC=off (see inliner).
 //   - It prices what it may do at each idle moment and takes the
 //     cheapest: a cycle inline (its collector CPU, and the delay it
 //     imposes on the loop's next event, predicted from the loop's recent
