@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/idlemux/idlemux/internal/procfs"
 )
 
 // burstyParams shape the bursty experiment: Bursts runs of Load separated
@@ -99,11 +101,11 @@ func runBursty(binDir string, srv server, ld loader, p burstyParams, round int) 
 		return fail(fmt.Errorf("server gone"))
 	}
 	s.After = x.RSS
-	st, err := readStatus(c.Pid())
+	st, err := procfs.Status(c.Pid())
 	if err != nil {
 		return fail(err)
 	}
-	cpu, err := readCPU(c.Pid())
+	cpu, err := procfs.CPU(c.Pid())
 	if err != nil {
 		return fail(err)
 	}

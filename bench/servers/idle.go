@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/idlemux/idlemux/internal/procfs"
 )
 
 // idleResult is what holding Conns idle connections cost one server.
@@ -56,7 +58,7 @@ func runIdle(binDir string, srv server, conns int, settle time.Duration, round i
 	}()
 	r = idleResult{Server: srv.Name, Round: round, Conns: conns}
 	time.Sleep(settle)
-	st, err := readStatus(c.Pid())
+	st, err := procfs.Status(c.Pid())
 	if err != nil {
 		return r, err
 	}
@@ -107,12 +109,12 @@ func runIdle(binDir string, srv server, conns int, settle time.Duration, round i
 	default:
 	}
 	time.Sleep(settle)
-	if st, err = readStatus(c.Pid()); err != nil {
+	if st, err = procfs.Status(c.Pid()); err != nil {
 		return r, err
 	}
 	r.Held, r.Peak = st.RSS, st.Peak
 	r.PerConn = (float64(r.Held) - float64(r.Before)) / float64(conns)
-	cpu, err := readCPU(c.Pid())
+	cpu, err := procfs.CPU(c.Pid())
 	if err != nil {
 		return r, err
 	}

@@ -14,54 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestParseStatus(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    memStatus
-		wantErr bool
-	}{
-		{name: "both", in: "Name:\tx\nVmHWM:\t    1760 kB\nVmRSS:\t    1712 kB\nThreads:\t3\n", want: memStatus{RSS: 1712 << 10, Peak: 1760 << 10}},
-		{name: "no hwm", in: "VmRSS:\t1712 kB\n", wantErr: true},
-		{name: "no rss", in: "VmHWM:\t1760 kB\n", wantErr: true},
-		{name: "not a number", in: "VmHWM:\tlots kB\nVmRSS:\t1 kB\n", wantErr: true},
-		{name: "other unit", in: "VmHWM:\t1 MB\nVmRSS:\t1 kB\n", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseStatus([]byte(tt.in))
-			if tt.wantErr {
-				require.Error(t, err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-		})
-	}
-}
-
-func TestParseStat(t *testing.T) {
-	// A command name with a space and a parenthesis must not shift the fields.
-	line := "4242 (srv (x) y) S 1 4242 4242 0 -1 4194560 120 0 0 0 250 75 0 0 20 0 5 0 100 0 0\n"
-	got, err := parseStat([]byte(line))
-	require.NoError(t, err)
-	assert.Equal(t, 3250*time.Millisecond, got) // (250+75) ticks of 10 ms
-
-	_, err = parseStat([]byte("4242 (srv) S 1 2"))
-	require.Error(t, err)
-	_, err = parseStat([]byte("no parenthesis"))
-	require.Error(t, err)
-}
-
-func TestReadOwnProc(t *testing.T) {
-	st, err := readStatus(selfPid())
-	require.NoError(t, err)
-	assert.Positive(t, st.RSS)
-	assert.GreaterOrEqual(t, st.Peak, st.RSS)
-	_, err = readCPU(selfPid())
-	require.NoError(t, err)
-}
-
 func TestPercentile(t *testing.T) {
 	var xs []time.Duration
 	for i := 1; i <= 100; i++ {

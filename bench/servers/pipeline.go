@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/idlemux/idlemux/internal/procfs"
 )
 
 // pipeResult is one run of pipelined load against a server with a given
@@ -34,7 +36,7 @@ func runPipeline(binDir string, srv server, loops int, ld loader, p loadParams, 
 	defer c.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cpu0, err := readCPU(c.Pid())
+	cpu0, err := procfs.CPU(c.Pid())
 	if err != nil {
 		return pipeResult{}, err
 	}
@@ -48,7 +50,7 @@ func runPipeline(binDir string, srv server, loops int, ld loader, p loadParams, 
 		return pipeResult{}, fmt.Errorf("%s -loops %d: %w", srv.Name, loops, err)
 	}
 	wall, cl := time.Since(t0), clientCPU()-cl0
-	cpu, err := readCPU(c.Pid())
+	cpu, err := procfs.CPU(c.Pid())
 	if err != nil {
 		return pipeResult{}, err
 	}

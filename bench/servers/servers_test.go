@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,8 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func selfPid() int { return os.Getpid() }
 
 // TestServersSpeakRESP builds every server and checks that each answers
 // the same way: commands split into single bytes, pipelined commands, a

@@ -7,6 +7,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/idlemux/idlemux/internal/procfs"
 )
 
 // slowParams shape the slow-reader test: one client SETs a Value-byte value,
@@ -91,7 +93,7 @@ func runSlow(binDir string, srv server, p slowParams, round int) (slowResult, er
 		}
 	}
 	tick.Stop()
-	st, err := readStatus(c.Pid())
+	st, err := procfs.Status(c.Pid())
 	if err != nil {
 		smp.finish()
 		return r, err
@@ -105,11 +107,11 @@ func runSlow(binDir string, srv server, p slowParams, round int) (slowResult, er
 	}
 	conn.Close()
 	time.Sleep(time.Second)
-	if st, err = readStatus(c.Pid()); err != nil {
+	if st, err = procfs.Status(c.Pid()); err != nil {
 		return r, err
 	}
 	r.After = st.RSS
-	cpu, err := readCPU(c.Pid())
+	cpu, err := procfs.CPU(c.Pid())
 	if err != nil {
 		return r, err
 	}

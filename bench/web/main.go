@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/idlemux/idlemux/internal/procfs"
 )
 
 // options are the command's flags.
@@ -260,7 +262,7 @@ func runSession(ctx context.Context, o *options, c config, gap time.Duration, n 
 	if err != nil {
 		return s, err
 	}
-	cpu0, err := readCPU(srv.pid)
+	cpu0, err := procfs.CPU(srv.pid)
 	if err != nil {
 		return s, err
 	}
@@ -297,7 +299,7 @@ func runSession(ctx context.Context, o *options, c config, gap time.Duration, n 
 		if err != nil {
 			return s, err
 		}
-		cpu, err := readCPU(srv.pid)
+		cpu, err := procfs.CPU(srv.pid)
 		if err != nil {
 			return s, err
 		}

@@ -52,18 +52,6 @@ func TestParseWrkDuration(t *testing.T) {
 	}
 }
 
-func TestParseProc(t *testing.T) {
-	rss, err := parseRSS([]byte("Name:\tweb\nVmHWM:\t  20000 kB\nVmRSS:\t   10760 kB\n"))
-	require.NoError(t, err)
-	assert.EqualValues(t, 10760<<10, rss)
-	_, err = parseRSS([]byte("Name:\tweb\n"))
-	assert.Error(t, err)
-
-	cpu, err := parseStat([]byte("123 (web (x)) S 1 2 3 4 5 6 7 8 9 10 150 50 0 0 20 0"))
-	require.NoError(t, err)
-	assert.Equal(t, 2*time.Second, cpu)
-}
-
 func TestParseConfig(t *testing.T) {
 	for in, want := range map[string]config{
 		"on":      {Name: "on", Stepper: true},
