@@ -3,14 +3,14 @@ package main
 import (
 	"fmt"
 	"image/color"
-	"os"
 	"strings"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/idlemux/idlemux/internal/rsschart"
 )
 
 // serverColor gives every server the same colour in every chart.
@@ -53,48 +53,29 @@ func rssChart(path string, rep *report, round int) error {
 			if !shaded {
 				shaded = true
 				for _, b := range s.BurstsAt {
-					band, err := plotter.NewPolygon(plotter.XYs{
-						{X: b.Start.Seconds(), Y: 0}, {X: b.End.Seconds(), Y: 0},
-						{X: b.End.Seconds(), Y: 1e6}, {X: b.Start.Seconds(), Y: 1e6}})
-					if err != nil {
+					if err := rsschart.Shade(p, b.Start, b.End); err != nil {
 						return err
 					}
-					band.Color = color.RGBA{R: 0xee, G: 0xee, B: 0xee, A: 0xff}
-					band.LineStyle.Width = 0
-					p.Add(band)
 				}
 			}
-			xy := make(plotter.XYs, len(s.Samples))
-			for i, x := range s.Samples {
-				xy[i].X, xy[i].Y = x.T.Seconds(), float64(x.RSS)/(1<<20)
-				top = max(top, xy[i].Y)
-			}
-			l, err := plotter.NewLine(xy)
+			l, high, err := rsschart.Line(len(s.Samples), func(i int) (time.Duration, uint64) {
+				return s.Samples[i].T, s.Samples[i].RSS
+			})
 			if err != nil {
 				return err
 			}
+			top = max(top, high)
 			var dashed bool
 			l.Color, dashed = colorOf(name)
-			l.Width = vg.Points(1.5)
 			if dashed {
-				l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+				rsschart.Dash(l)
 			}
 			p.Add(l)
 			p.Legend.Add(fmt.Sprintf("%s (peak %s MiB, 3 s after %s MiB, %.0f req/s)", name, mib(float64(s.Peak)), mib(float64(s.After)), s.RPS), l)
 		}
 	}
 	p.Y.Max = top * 1.45 // room for the legend
-	c := vgimg.NewWith(vgimg.UseWH(9*vg.Inch, 5*vg.Inch), vgimg.UseDPI(110))
-	p.Draw(draw.New(c))
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return rsschart.WritePNG(p, path, 9*vg.Inch, 5*vg.Inch)
 }
 
 // firstServer names the server whose session of round comes first in the

@@ -3,15 +3,14 @@ package main
 import (
 	"fmt"
 	"image/color"
-	"os"
 	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/idlemux/idlemux/internal/rsschart"
 )
 
 // configColor gives each configuration the same colour in every chart;
@@ -43,26 +42,18 @@ func rssChart(path string, rep *report, gap time.Duration) error {
 			if !shaded {
 				shaded = true
 				for _, b := range s.Bursts {
-					band, err := plotter.NewPolygon(plotter.XYs{
-						{X: b.Start.Seconds(), Y: 0}, {X: b.End.Seconds(), Y: 0},
-						{X: b.End.Seconds(), Y: 1e6}, {X: b.Start.Seconds(), Y: 1e6}})
-					if err != nil {
+					if err := rsschart.Shade(p, b.Start, b.End); err != nil {
 						return err
 					}
-					band.Color = color.RGBA{R: 0xee, G: 0xee, B: 0xee, A: 0xff}
-					band.LineStyle.Width = 0
-					p.Add(band)
 				}
 			}
-			xy := make(plotter.XYs, len(s.Samples))
-			for i, x := range s.Samples {
-				xy[i].X, xy[i].Y = x.T.Seconds(), float64(x.RSS)/(1<<20)
-				top = max(top, xy[i].Y)
-			}
-			l, err := plotter.NewLine(xy)
+			l, high, err := rsschart.Line(len(s.Samples), func(i int) (time.Duration, uint64) {
+				return s.Samples[i].T, s.Samples[i].RSS
+			})
 			if err != nil {
 				return err
 			}
+			top = max(top, high)
 			// A second copy (off.2) takes its configuration's colour,
 			// dashed.
 			base, _, copied := strings.Cut(name, ".")
@@ -71,23 +62,12 @@ func rssChart(path string, rep *report, gap time.Duration) error {
 				l.Color = c
 			}
 			if copied {
-				l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+				rsschart.Dash(l)
 			}
-			l.Width = vg.Points(1.5)
 			p.Add(l)
 			p.Legend.Add(name, l)
 		}
 	}
 	p.Y.Max = top * 1.3 // room for the legend
-	c := vgimg.NewWith(vgimg.UseWH(9*vg.Inch, 4.5*vg.Inch), vgimg.UseDPI(110))
-	p.Draw(draw.New(c))
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return rsschart.WritePNG(p, path, 9*vg.Inch, 4.5*vg.Inch)
 }
