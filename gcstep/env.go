@@ -84,7 +84,7 @@ func realEnv() env {
 		faultProbe:   probeFault,
 		spawn:        func(f func()) { go f() },
 		procs:        func() int { return runtime.GOMAXPROCS(0) },
-		settle:       in.settle,
+		settle:       func(force bool) { in.settle(nil, force) },
 	}
 }
 
@@ -247,19 +247,17 @@ func (in *inliner) cycle(budget time.Duration) window {
 	if !started {
 		metrics.Read(in.s)
 		if in.s[0].Value.Uint64() == before {
-			standIn := 0
 			if w.before < 0 && !w.kept && noMemoryLimit() {
-				standIn = offStandIn(in.s[2].Value.Uint64())
+				standIn := offStandIn(in.s[2].Value.Uint64())
 				if got := debug.SetGCPercent(standIn); got != w.before {
 					w.close(got, w.before) // the program set its own meanwhile
 					debug.SetGCPercent(got)
-					standIn = 0
+				} else {
+					in.standIn, in.standInCycles = standIn, before
 				}
 			}
-			runtime.GC() // returns once the cycle has ended
-			if standIn != 0 {
-				in.restoreOff(&w, standIn)
-			}
+			runtime.GC()
+			in.settle(&w, false)
 		}
 	}
 	return w
@@ -283,7 +281,7 @@ func (in *inliner) start(budget time.Duration) (window, bool) {
 // a cycle still marking then goes on concurrently. It reports false only
 // if no cycle could start (see inliner).
 func (in *inliner) kick(budget time.Duration, wait bool) (w window, started bool) {
-	in.settle(false) // a stand-in left by an earlier cycle is not the program's GOGC
+	in.settle(nil, false) // a stand-in left by an earlier cycle is not the program's GOGC
 	start := time.Now()
 	metrics.Read(in.s)
 	before := in.s[0].Value.Uint64()
@@ -317,31 +315,26 @@ func (in *inliner) kick(budget time.Duration, wait bool) (w window, started bool
 		debug.SetGCPercent(w.set) // the program's own value stays
 		standIn = 0
 	}
-	ended := false
 	for wait && time.Since(start) < budget {
 		time.Sleep(markPoll)
 		metrics.Read(in.s)
 		if in.s[0].Value.Uint64() != before {
-			ended = true
 			break
 		}
 	}
 	if standIn != 0 {
-		if !ended {
-			in.standIn, in.standInCycles = standIn, before // for settle
-			return w, true
-		}
-		runtime.ReadMemStats(&in.ms) // waits for the cycle's end
-		in.restoreOff(&w, standIn)
+		// Off goes back now if the cycle has ended, else at a later look.
+		in.standIn, in.standInCycles = standIn, before
+		in.settle(&w, false)
 	}
 	return w, true
 }
 
-// settle puts GOGC=off back after a cycle that outlived its step with a
-// stand-in, once the cycle has ended; with force (Close) it waits for
-// that end, for at most backgroundTimeout. A value the program set
-// meanwhile stays.
-func (in *inliner) settle(force bool) {
+// settle puts GOGC=off back after a cycle that ran with a stand-in, once
+// the cycle has ended; with force (Close) it waits for that end, for at
+// most backgroundTimeout. A value the program set meanwhile stays, and is
+// recorded in w if the step that set the stand-in is still open.
+func (in *inliner) settle(w *window, force bool) {
 	if in.standIn == 0 {
 		return
 	}
@@ -359,8 +352,10 @@ func (in *inliner) settle(force bool) {
 	} else if !force {
 		return // still marking
 	}
-	w := window{before: -1}
-	in.restoreOff(&w, in.standIn)
+	if w == nil {
+		w = &window{before: -1}
+	}
+	in.restoreOff(w, in.standIn)
 	in.standIn = 0
 }
 

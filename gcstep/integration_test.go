@@ -164,7 +164,7 @@ func TestRuntimeStartsABackgroundCycleAndRestoresGOGCAtOnce(t *testing.T) {
 		w, started := in.start(100 * time.Millisecond)
 		now := gogc()
 		require.Eventually(t, func() bool { return gcCycles() > cycles }, 10*time.Second, time.Millisecond)
-		in.settle(false)
+		in.settle(nil, false)
 		after := gogc()
 		debug.SetGCPercent(old)
 		assert.True(t, started)
