@@ -207,24 +207,24 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 	if best.act == none {
 		return best
 	}
+	if rt.pacerPile {
+		// The pacer's pile is resident already: a cycle of ours now
+		// lowers the heap but not the footprint, until a release.
+		return plan{why: &rt.stats.DeclinedPacer, wait: recheck}
+	}
 	// Holding the garbage until now has cost this much, at the pile's
 	// footprint: twice the integral, the pile's height for as long as
 	// it took to grow, when it grows steadily. It runs on at
 	// 2·garbage·x/M a second, growing with the allocation rate.
-	held := 2 * x / m * rt.p.held
-	short := best.cost - held
+	pile := 2 * x / m // the price of a byte of the pile for a second
+	short := best.cost - pile*rt.p.held
 	r := rt.p.rate(garbage, now)
 	if short > 0 {
 		// At the faster of the rate since the last cycle and the rate
 		// since the last look: a wait that underestimates lets the
 		// pile grow past its price, and the highest pile is what the
 		// footprint keeps.
-		best.wait = timeToHold(short, 2*x/m*float64(garbage), 2*x/m*max(r, rt.p.recent))
-	}
-	if rt.pacerPile {
-		// The pacer's pile is resident already: a cycle of ours now
-		// lowers the heap but not the footprint, until a release.
-		return plan{why: &rt.stats.DeclinedPacer, wait: recheck}
+		best.wait = timeToHold(short, pile*float64(garbage), pile*max(r, rt.p.recent))
 	}
 	if rt.r.goal > live && rt.r.goal != math.MaxUint64 {
 		// The pacer's own cycle, at its trigger (pacerShare of the way
