@@ -207,11 +207,6 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 	if best.act == none {
 		return best
 	}
-	if rt.pacerPile {
-		// The pacer's pile is resident already: a cycle of ours now
-		// lowers the heap but not the footprint, until a release.
-		return plan{why: &rt.stats.DeclinedPacer, wait: recheck}
-	}
 	// Holding the garbage until now has cost this much, at the pile's
 	// footprint: twice the integral, the pile's height for as long as
 	// it took to grow, when it grows steadily. It runs on at

@@ -85,7 +85,6 @@ func (rt *Runtime) emptyGap(budget, now time.Duration) (more bool) {
 	since := rt.quietSince()
 	before := rt.r.released
 	rt.charge(need)
-	rt.ours++ // the release's cycle
 	rt.wg.Add(1)
 	rt.env.spawn(func() {
 		defer rt.wg.Done()
@@ -101,7 +100,6 @@ func (rt *Runtime) emptyGap(budget, now time.Duration) (more bool) {
 		rt.prevAllocs = rt.r.allocs     // the release's cycle ended just now
 		rt.releasedAllocs = rt.r.allocs // what the release allocated is not the program's
 		rt.observe(end)
-		rt.pacerPile = false // the pages the pacer's pile made are returned
 		rt.armed.Store(rt.r.allocs-rt.releasedAllocs >= rt.cfg.minGarbage)
 		rt.stats.Releases++
 		rt.stats.ReleaseTime += end - start

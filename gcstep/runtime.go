@@ -58,18 +58,7 @@ type Runtime struct {
 
 	prevAllocs uint64 // allocs at the previous look
 	seenCycles uint64 // cycle count at the last look
-	baseCycles uint64 // cycle count when the Runtime was made
-	ours       uint64 // cycles the Runtime ran, started or released with since then
-	others     uint64 // cycles since then that were not ours, as last counted
 	baseAllocs uint64 // allocs when the last cycle completed (estimated)
-
-	// pacerPile says that the pacer ran its own cycle since the last
-	// release: a cycle not ours, with the heap at the pacer's trigger.
-	// The runtime keeps those pages resident until a release returns
-	// them, so cycles of ours cannot lower the footprint until then.
-	pacerPile bool
-	lastHeap  uint64 // heap objects at the previous look
-	lastGoal  uint64 // heap goal at the previous look
 
 	tokens   time.Duration // CPU-cap bucket: collection time still allowed
 	tokensAt time.Duration // when tokens was last refilled
@@ -216,7 +205,6 @@ func newRuntime(e env, opts ...Option) *Runtime {
 	e.read(&rt.r)
 	rt.prevAllocs = rt.r.allocs
 	rt.seenCycles = rt.r.cycles
-	rt.baseCycles = rt.r.cycles
 	rt.baseAllocs = rt.r.allocs
 	rt.activityAllocs = rt.r.allocs
 	rt.activityAt = now
@@ -292,18 +280,6 @@ func (rt *Runtime) observe(now time.Duration) {
 		rt.baseAllocs = rt.r.allocs - since
 		rt.p.cleared(since, rt.r.allocs-rt.prevAllocs, now)
 		rt.seenCycles = rt.r.cycles
-		if n := rt.r.cycles - rt.baseCycles; n > rt.ours+rt.others {
-			// Not ours: the pacer's if the heap, as it was at the last
-			// look and with what was allocated since, had reached the
-			// pacer's earliest trigger (not a cycle the program asked
-			// for with a small heap).
-			rt.others = n - rt.ours
-			heap := rt.lastHeap + rt.r.allocs - rt.prevAllocs
-			if rt.r.gogc >= 0 && rt.lastGoal > rt.r.live &&
-				float64(heap) >= float64(rt.r.live)+pacerShare*float64(rt.lastGoal-rt.r.live) {
-				rt.pacerPile = true
-			}
-		}
 		rt.stats.LiveAfterCycle = rt.r.live
 		if rt.bg.pending && rt.r.cycles > rt.bg.cycles {
 			rt.settleBackground(true)
@@ -312,7 +288,6 @@ func (rt *Runtime) observe(now time.Duration) {
 		rt.settleBackground(false) // it never started: do not wait for it forever
 	}
 	rt.prevAllocs = rt.r.allocs
-	rt.lastHeap, rt.lastGoal = rt.r.objects, rt.r.goal
 	rt.p.hold(rt.r.allocs-rt.baseAllocs, now)
 	if rt.r.allocs != rt.activityAllocs {
 		rt.activityAllocs = rt.r.allocs
@@ -390,7 +365,6 @@ const recheck = time.Millisecond
 func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 	live, cycles := rt.r.live, rt.r.cycles
 	cpu := rt.env.gcCPU()
-	rt.ours++
 	rt.trap.arm(rt.env.gc(budget))
 	end := rt.env.now()
 	d := end - start
@@ -442,7 +416,6 @@ func (rt *Runtime) background(garbage uint64, budget, now time.Duration) {
 	if !started {
 		return
 	}
-	rt.ours++
 	charge := rt.p.bgCPU.of(rt.r.live)
 	rt.bg.pending = true
 	rt.bg.cycles = rt.r.cycles
