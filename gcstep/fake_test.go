@@ -48,12 +48,13 @@ type world struct {
 	bgDoneAt                  time.Duration // a started cycle completes then; 0: none pending
 	peak                      uint64        // the most heap objects seen
 
-	// pages, if set, keeps the heap's pages as the runtime does: a
-	// cycle frees the garbage into free pages that stay resident, a
-	// release returns them to the OS, and an allocation takes free
-	// pages first, then returned ones, each of which the program
-	// faults back in at the price fault (faults counts them), then
-	// new ones. Without it a release just adds 3 MiB to released.
+	// A cycle frees the garbage into free pages that stay resident,
+	// and an allocation takes free pages first. pages, if set, keeps
+	// the rest of the heap's pages as the runtime does: a release
+	// returns the free pages to the OS, and an allocation takes
+	// returned ones after the free, each of which the program faults
+	// back in at the price fault (faults counts them), then new ones.
+	// Without it a release just adds 3 MiB to released.
 	pages  bool
 	faults int
 }
@@ -173,9 +174,9 @@ func (w *world) alloc(n uint64) {
 		return
 	}
 	w.t += time.Microsecond // allocating takes time: garbage is held from here
+	free := min(n, w.r.free)
+	w.r.free -= free
 	if w.pages {
-		free := min(n, w.r.free)
-		w.r.free -= free
 		back := min(n-free, w.r.released)
 		w.r.released -= back
 		faults := int((back + pageSize - 1) / pageSize)

@@ -87,6 +87,10 @@ func TestRuntimeStepAllocatesNothing(t *testing.T) {
 func TestRuntimeBackgroundCycleRestoresGOGC(t *testing.T) {
 	old := debug.SetGCPercent(150)
 	defer debug.SetGCPercent(old)
+	// Free pages left by the tests before would take the garbage as
+	// far as the pacer's trigger, and the stepper would leave the
+	// cycle to the pacer (DeclinedCushion).
+	debug.FreeOSMemory()
 	rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1), eager)
 	defer rt.Close()
 	garbage(2 << 20)

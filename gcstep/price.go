@@ -207,19 +207,20 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 	if best.act == none {
 		return best
 	}
+	r := rt.p.rate(garbage, now)
+	fast := max(r, rt.p.recent)
 	// Holding the garbage until now has cost this much, at the pile's
 	// footprint: twice the integral, the pile's height for as long as
 	// it took to grow, when it grows steadily. It runs on at
 	// 2·garbage·x/M a second, growing with the allocation rate.
 	pile := 2 * x / m // the price of a byte of the pile for a second
 	short := best.cost - pile*rt.p.held
-	r := rt.p.rate(garbage, now)
 	if short > 0 {
 		// At the faster of the rate since the last cycle and the rate
 		// since the last look: a wait that underestimates lets the
 		// pile grow past its price, and the highest pile is what the
 		// footprint keeps.
-		best.wait = timeToHold(short, pile*float64(garbage), pile*max(r, rt.p.recent))
+		best.wait = timeToHold(short, pile*float64(garbage), pile*fast)
 	}
 	if rt.r.goal > live && rt.r.goal != math.MaxUint64 {
 		// The pacer's own cycle, at its trigger (pacerShare of the way
@@ -232,6 +233,17 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 		runway := pacerShare * float64(rt.r.goal-live)
 		if r <= 0 || float64(garbage) >= runway {
 			return plan{why: &rt.stats.DeclinedPacer, wait: recheck}
+		}
+		// Garbage that fits in pages the heap holds already costs no
+		// footprint: the process keeps them either way. Where they
+		// reach as far as the pacer's trigger (its pile is resident:
+		// it collected before, or the program freed as much), the
+		// pacer's cycle comes before the heap needs a page more, and
+		// a cycle of ours would lower nothing. The pile the pages
+		// hold is the one to beat: once the live heap grows, or the
+		// scavenger or a release returns pages, ours run again.
+		if float64(garbage+rt.cushion(garbage)) >= runway {
+			return plan{why: &rt.stats.DeclinedCushion, wait: recheck}
 		}
 		pacer := perSecond(rt.p.bgCPU.of(live).Seconds(), r, runway, m, x)
 		g := eoq(best.cost, r, m, x)
@@ -296,6 +308,19 @@ func (rt *Runtime) delayCost(l *Loop, d time.Duration) time.Duration {
 		return 0
 	}
 	return l.expectedDelay(d)
+}
+
+// cushion is how much more garbage the heap can take, on top of the
+// garbage it holds, before it needs pages it does not hold yet: its free
+// pages not returned to the OS, and, once a cycle has marked, the garbage
+// it left that is not yet swept. Space free inside spans in use is left
+// out, since only objects of those spans' size class can take it.
+func (rt *Runtime) cushion(garbage uint64) uint64 {
+	c := rt.r.free
+	if rt.r.cycles > 0 && rt.r.objects > rt.r.live+garbage {
+		c += rt.r.objects - rt.r.live - garbage
+	}
+	return c
 }
 
 // footprint is the memory the process uses, as the runtime sees it:

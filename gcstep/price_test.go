@@ -79,3 +79,43 @@ func TestOnePChargesTheCollectorsCPU(t *testing.T) {
 		assert.Equal(t, want, perCycle, "GOMAXPROCS=%d: charged a cycle", procs)
 	}
 }
+
+// Once the pacer's pile is resident, garbage fills pages the process
+// keeps either way, and the pacer's trigger comes before the heap needs a
+// page more: a cycle of ours would lower nothing, so the pacer runs them
+// all. Ours run again once the pages are gone (the scavenger, a release)
+// or the pacer's pile grows past what they hold.
+func TestResidentPacerPileLeftToThePacer(t *testing.T) {
+	const gap, alloc = 100 * time.Microsecond, 16 * kib
+	resident := func(t *testing.T) (*world, *Runtime, *Loop) {
+		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(DefaultExchangeRate))
+		w.liveAfter = 256 * kib
+		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
+		w.setPacer(100)
+		w.alloc(w.r.goal) // the pacer's cycle: its pile stays as free pages
+		require.Equal(t, 1, w.pacerCycles)
+		l := rt.Loop()
+		serve(w, l, 2000, gap, alloc)
+		assert.Zero(t, w.gcs+w.starts, "cycles of ours over the pacer's resident pile")
+		assert.Positive(t, w.pacerCycles-1, "the pacer's")
+		assert.Positive(t, rt.Stats().DeclinedCushion)
+		return w, rt, l
+	}
+
+	t.Run("pages returned", func(t *testing.T) {
+		w, _, l := resident(t)
+		w.r.released += w.r.free // the scavenger returns the free pages
+		w.r.free = 0
+		pacer := w.pacerCycles
+		serve(w, l, 2000, gap, alloc)
+		assert.Positive(t, w.gcs+w.starts, "cycles of ours once the pages are gone")
+		assert.Equal(t, pacer, w.pacerCycles, "the pacer's")
+	})
+	t.Run("pacer's pile grows", func(t *testing.T) {
+		w, rt, l := resident(t)
+		w.setPacer(400) // the program raises GOGC: the pacer's pile outgrows the pages
+		before := w.gcs + w.starts
+		serve(w, l, 2000, gap, alloc)
+		assert.Greater(t, w.gcs+w.starts, before, "cycles of ours with a runway past the resident pages: %+v", rt.Stats())
+	})
+}

@@ -121,6 +121,12 @@ type Stats struct {
 	// cycle at the heap goal was priced cheaper than any of the
 	// stepper's, or would come first.
 	DeclinedPacer uint64
+	// DeclinedCushion counts idle moments at which the heap memory the
+	// process holds already (free pages, garbage not yet swept) takes
+	// the garbage as far as the pacer's trigger: the pacer's cycle then
+	// comes before the heap needs more pages, and a cycle of the
+	// stepper's would not lower the footprint.
+	DeclinedCushion uint64
 	// DeclinedRelease counts quiet stretches in which returning memory
 	// to the operating system was priced dearer than keeping it.
 	DeclinedRelease uint64
