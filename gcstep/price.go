@@ -2,6 +2,7 @@ package gcstep
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -42,10 +43,10 @@ import (
 // prices is what the policy has learned of this machine and program.
 // Guarded by Runtime.mu.
 type prices struct {
-	inlineCPU ratio // collector CPU of an inline cycle, per model(live)
-	bgCPU     ratio // collector CPU of a background cycle, per model(live)
-	kick      ewma  // wall time the loop spends starting a background cycle, ns
-	release   ewma  // wall time of a release (two cycles and the scavenge), ns
+	inlineCPU ratio  // collector CPU of an inline cycle, per model(live)
+	bgCPU     ratio  // collector CPU of a background cycle, per model(live)
+	kick      recent // wall time the loop spends starting a background cycle, ns; 0 until three starts were timed
+	release   ewma   // wall time of a release (two cycles and the scavenge), ns
 
 	held    float64       // byte-seconds of garbage held since the last cycle
 	heldAt  time.Duration // when held was last brought up to date
@@ -61,7 +62,7 @@ type prices struct {
 const pageSize = 4096
 
 func newPrices() prices {
-	return prices{inlineCPU: ratio{v: cpuPrior}, bgCPU: ratio{v: cpuPrior}}
+	return prices{inlineCPU: newRatio(cpuPrior), bgCPU: newRatio(cpuPrior)}
 }
 
 // cpuPrior is what a cycle is believed to cost before one was measured,
@@ -108,21 +109,59 @@ func (p *prices) rate(garbage uint64, now time.Duration) float64 {
 	return 0
 }
 
-// A ratio is a learned multiple of the cost model, moving a quarter of the
-// way to each measurement (cycle costs have a scheduler-made tail that
-// one measurement should not set).
-type ratio struct{ v float64 }
+// recent is the median of the last few measurements of a price, seeded
+// with its prior. A cycle's cost has a tail that a measurement or two
+// should not set: a cold first cycle faults the collector's metadata in,
+// a sleeping vCPU takes milliseconds to wake for the stop-the-world, a
+// neighbour takes the other CPU for a while. A price set by one such
+// measurement (a moving average moved a quarter of the way to it) made
+// a cycle of ours look dearer than the pacer's, and once the pacer's
+// pile is resident no cycle of ours runs again to correct it (see
+// decide). The median moves once most of the recent measurements agree.
+type recent struct {
+	s    [recentWindow]float64
+	next int
+}
+
+// recentWindow is how many measurements a price is the median of.
+const recentWindow = 5
+
+func newRecent(prior float64) recent {
+	var r recent
+	for i := range r.s {
+		r.s[i] = prior
+	}
+	return r
+}
+
+func (r *recent) add(v float64) {
+	r.s[r.next] = v
+	r.next = (r.next + 1) % recentWindow
+}
+
+func (r *recent) median() float64 {
+	sorted := r.s
+	slices.Sort(sorted[:])
+	return sorted[recentWindow/2]
+}
+
+// get is the price as a duration, for a recent of nanoseconds.
+func (r *recent) get() time.Duration { return time.Duration(r.median()) }
+
+// A ratio is a learned multiple of the cost model.
+type ratio struct{ recent }
+
+func newRatio(prior float64) ratio { return ratio{newRecent(prior)} }
 
 func (r *ratio) learn(measured, modelled time.Duration) {
 	if measured <= 0 || modelled <= 0 {
 		return
 	}
-	x := min(max(float64(measured)/float64(modelled), 1.0/16), 16)
-	r.v += (x - r.v) / 4
+	r.add(min(max(float64(measured)/float64(modelled), 1.0/16), 16))
 }
 
-func (r ratio) of(live uint64) time.Duration {
-	return time.Duration(r.v * float64(model(live)))
+func (r *ratio) of(live uint64) time.Duration {
+	return time.Duration(r.median() * float64(model(live)))
 }
 
 // An ewma is a moving average of durations, 0 until the first sample.

@@ -119,3 +119,28 @@ func TestResidentPacerPileLeftToThePacer(t *testing.T) {
 		assert.Greater(t, w.gcs+w.starts, before, "cycles of ours with a runway past the resident pages: %+v", rt.Stats())
 	})
 }
+
+// A cycle's cost has a tail: one slow cycle, or two, must not set the
+// price, or a cycle of ours looks dearer than the pacer's and the
+// pacer's pile becomes resident for good; most of the recent ones
+// agreeing must.
+func TestOneSlowCycleDoesNotSetThePrice(t *testing.T) {
+	r := newRatio(cpuPrior)
+	live := uint64(1 << 20)
+	m := model(live)
+	r.learn(16*m, m) // a cold first cycle
+	r.learn(10*m, m) // and a stall
+	assert.Equal(t, time.Duration(cpuPrior*float64(m)), r.of(live), "after two slow cycles")
+	for range 3 {
+		r.learn(2*m, m)
+	}
+	assert.Equal(t, 2*m, r.of(live), "after three cycles at twice the model")
+
+	var k recent
+	k.add(float64(3 * ms)) // a start that waited for a sleeping vCPU
+	assert.Zero(t, k.get(), "kick after one slow start")
+	k.add(float64(100 * time.Microsecond))
+	k.add(float64(120 * time.Microsecond))
+	k.add(float64(110 * time.Microsecond))
+	assert.Equal(t, 110*time.Microsecond, k.get(), "kick after four starts")
+}

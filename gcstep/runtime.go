@@ -418,7 +418,7 @@ func (rt *Runtime) background(garbage uint64, budget, now time.Duration) {
 	w, started := rt.env.start(budget)
 	rt.trap.arm(w)
 	end := rt.env.now()
-	rt.p.kick.add(max(end-now, 1))
+	rt.p.kick.add(float64(max(end-now, 1)))
 	if !started {
 		return
 	}
