@@ -263,7 +263,7 @@ func (l *Lock) releaseSlow() {
 // mu and the lock; it adjusts the waiter count, calls headChanged once the
 // queue is final and, after unlocking mu, sends the grant on h.ch.
 func (l *Lock) handoff(h *waiter) {
-	l.q.remove(h)
+	l.q.popHead(h)
 	l.clearYieldReq() // a new holder starts a new slice
 	l.stats.handoffs++
 	l.acquisitions.Add(1)

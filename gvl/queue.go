@@ -50,6 +50,18 @@ func (q *queue) remove(w *waiter) {
 	w.queued = false
 }
 
+// popHead removes w, which must be the head: remove, cheaper.
+func (q *queue) popHead(w *waiter) {
+	q.head = w.next
+	if q.head == nil {
+		q.tail = nil
+	} else {
+		q.head.prev = nil
+	}
+	w.next = nil
+	w.queued = false
+}
+
 // record returns an unused waiter record. Must be called with mu held.
 func (l *Lock) record() *waiter {
 	if w := l.free; w != nil {
@@ -75,6 +87,12 @@ func (l *Lock) recycle(w *waiter) {
 		l.spare = w
 		return
 	}
+	l.free1(w)
+}
+
+// free1 returns w to the free list, taking mu: recycle's rare case, out of
+// line so that recycle is inlined.
+func (l *Lock) free1(w *waiter) {
 	l.mu.Lock()
 	l.pushFree(w)
 	l.mu.Unlock()

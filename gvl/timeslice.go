@@ -66,14 +66,20 @@ func (l *Lock) Checkpoint() {
 // lowers yieldReq if the queue is empty. Must be called with mu held,
 // whenever the head may have changed.
 func (l *Lock) headChanged() {
-	h := l.q.head
-	if h == nil {
+	if l.q.head == nil {
 		l.clearYieldReq()
 		return
 	}
-	if l.watching || l.slice < 0 {
-		return
+	if !l.watching && l.slice >= 0 {
+		l.watchHead()
 	}
+}
+
+// watchHead starts the watch for the head of the queue, which must not be
+// empty: headChanged's rare case, which Yield, whose queue is never empty,
+// tests for itself. Must be called with mu held.
+func (l *Lock) watchHead() {
+	h := l.q.head
 	l.watching = true
 	if h.seenAt == 0 {
 		h.seenAt = nanotime()

@@ -58,14 +58,20 @@ func (l *Lock) Yield() {
 	// timed: a Yield reads no clock.
 	l.handoff(h)
 	l.q.pushBack(w)
-	l.headChanged()
+	if !l.watching && l.slice >= 0 { // the queue holds w: headChanged's other case
+		l.watchHead()
+	}
 	l.stats.yields++
 	l.mu.Unlock()
 	h.ch <- struct{}{}
 
 	l.emit(EventWaiting)
-	l.wait(w, nil)
-	l.granted(w)
+	// A Yield cannot be abandoned, so its wait is the receive alone, here
+	// rather than in wait: a goroutine that wakes from a receive returns
+	// through every frame it parked in, and the fewer the cheaper.
+	<-w.ch
+	l.recycle(w)
+	l.emit(EventAcquired)
 }
 
 // Blocking releases the lock, runs fn and takes the lock again before
