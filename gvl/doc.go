@@ -14,10 +14,9 @@
 // (Ruby's Thread.pass). Blocking releases the lock around a blocking call
 // (Ruby's BLOCKING_REGION). A holder that keeps the lock longer than a
 // timeslice while others wait is asked to yield; it learns so from
-// ShouldYield, and Checkpoint yields for it. No goroutine keeps time while
-// nobody waits: one timer per lock, pending only while goroutines wait,
-// looks twice a timeslice whether the head of the queue has moved (on
-// Linux a timerfd that a goroutine of the lock reads while anybody waits).
+// ShouldYield, and Checkpoint yields for it. No background goroutine keeps
+// time: one timer per lock, pending only while goroutines wait, looks once
+// a timeslice whether the head of the queue has moved.
 //
 // Misuse that can be detected, such as releasing a lock nobody holds,
 // panics with a message that starts with "gvl:". A Lock does not record

@@ -69,10 +69,8 @@ type Lock struct {
 	q     queue
 	free  *waiter // unused waiter records, linked through next
 	stats counters
-	// watching says the lock's timeslice watch (timeslice.go) is running:
-	// its timer is pending or its tick is under way. watch is the Go timer
-	// of a watch that runs on Go's timers (startTimer), made at its first
-	// start; a watch on a timerfd keeps its fd to itself.
+	// watch is the lock's timeslice timer (timeslice.go), made at the
+	// first wait; watching says it is pending or its tick is under way.
 	watch    *time.Timer
 	watching bool
 }

@@ -17,17 +17,16 @@ import (
 // timeslices after the longest waiter reached the head of the queue, and a
 // handoff neither reads the clock nor touches a timer.
 //
-// Where the watch waits matters as much: a timer pending in the heap of a
-// P costs a clock reading (about 30 ns here) each time that P looks for a
-// goroutine to run, which a ping-pong of handoffs does twice a round trip,
-// and a Go timer stays on the P that set it, or that ran its tick: for the
-// handoffs, the busy one, since a busy P runs its own expired timers first
-// (bench/README.md, "A third look"). On Linux the watch is therefore a
-// goroutine reading a timerfd (watch_linux.go): it waits in the netpoller,
-// which a P with goroutines to run does not look at, and its timer is the
-// kernel's. The goroutine and its fd exist only while the watch runs.
-// Elsewhere, and if no timerfd can be had, the watch is a Go timer
-// (startTimer).
+// Why nothing on the handoff path sets the watch: a pending timer costs a
+// clock reading (about 30 ns here) each time the P whose heap holds it
+// looks for a goroutine to run, which a ping-pong of handoffs does twice a
+// round trip, and a timer stays on the P that set it: for the handoffs, the
+// busy one. The tick runs wherever the expired timer was run, and a busy P
+// runs its own first, so this helps less than it might (bench/README.md,
+// "A third look"). A watch outside the timer heaps, a goroutine reading a
+// timerfd through the netpoller, took that cost away but made a waiter
+// that sleeps between its turns slower (BenchmarkYieldWait; bench/README.md,
+// "A fourth look"), so the watch stays a Go timer.
 
 // timeslice returns the timeslice in nanoseconds, or a negative number if
 // timeslices are disabled.
@@ -84,41 +83,22 @@ func (l *Lock) watchHead() {
 	if h.seenAt == 0 {
 		h.seenAt = nanotime()
 	}
-	l.startWatch(time.Duration(l.timeslice() / 2)) // the head may change before a slice
-}
-
-// startTimer starts the watch on Go's timers: the fallback where the
-// platform's own watch (startWatch) is not to be had. Must be called with
-// mu held.
-func (l *Lock) startTimer(d time.Duration) {
+	d := time.Duration(l.timeslice() / 2) // the head may change before a slice
 	if l.watch == nil {
-		l.watch = time.AfterFunc(d, l.timerTick)
+		l.watch = time.AfterFunc(d, l.tick)
 		return
 	}
 	l.watch.Reset(d)
 }
 
-// timerTick is the tick of a watch on Go's timers. l.watch was set before
-// the tick could take mu, so reading it after tick is ordered after the
-// write.
-func (l *Lock) timerTick() {
-	if d, ok := l.tick(); ok {
-		l.watch.Reset(d)
-	}
-}
-
-// tick runs when the watch fires. It reports when the watch must fire
-// next, or false if nobody waits and the watch has stopped: then
-// watching is false and the next waiter starts a new watch. Only the
-// goroutine running a tick re-arms the watch, and only after tick has
-// returned true, so no two goroutines ever arm one watch.
-func (l *Lock) tick() (time.Duration, bool) {
+// tick runs, on a goroutine of its own, when the watch fires.
+func (l *Lock) tick() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h := l.q.head
 	if h == nil {
 		l.watching = false
-		return 0, false
+		return
 	}
 	now := nanotime()
 	if h.seenAt == 0 {
@@ -130,7 +110,7 @@ func (l *Lock) tick() (time.Duration, bool) {
 		l.yieldReq.Store(true)
 		d = slice
 	}
-	return time.Duration(min(d, slice/2)), true
+	l.watch.Reset(time.Duration(min(d, slice/2)))
 }
 
 // clearYieldReq lowers yieldReq. It reads before it writes: the flag is

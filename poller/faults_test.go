@@ -440,40 +440,14 @@ func TestFaultAddFDFlags(t *testing.T) {
 }
 
 // openFDs counts this process's open fds, or skips where the system does
-// not list them. On Linux a gvl.Lock's timeslice watch holds a timerfd
-// while goroutines wait for the lock and for up to half a timeslice after
-// the last has gone (the default slice's half is 5 ms), so openFDs first
-// waits, for a second at most, until no timerfd is open: a count taken
-// just after the waiters of a test's lock have gone is then that of the
-// fds the test opened. This package opens no timerfds, and one that stays
-// open longer is counted, as a leak.
+// not list them.
 func openFDs(t *testing.T) int {
 	t.Helper()
 	for _, dir := range []string{"/proc/self/fd", "/dev/fd"} {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for deadline := time.Now().Add(time.Second); hasTimerfd(dir, ents) && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-			if ents, err = os.ReadDir(dir); err != nil {
-				break
-			}
-		}
-		if err == nil {
+		if ents, err := os.ReadDir(dir); err == nil {
 			return len(ents)
 		}
 	}
 	t.Skip("no /proc/self/fd or /dev/fd to count open fds")
 	return 0
-}
-
-// hasTimerfd reports whether any of the fds listed in dir is a timerfd.
-func hasTimerfd(dir string, ents []os.DirEntry) bool {
-	for _, e := range ents {
-		if target, err := os.Readlink(dir + "/" + e.Name()); err == nil && target == "anon_inode:[timerfd]" {
-			return true
-		}
-	}
-	return false
 }
