@@ -5,8 +5,9 @@
 // calls at idle moments: one bounded unit of work, and an honest answer to
 // "would calling again now do anything?". Steppers compose with Chain and
 // adapt plain functions with Func. A Stepper may also say when deferred
-// work falls due (Deferred), and learn from the loop that calls it how
-// idle it really is (IdleObserver, LoopObserver).
+// work falls due (Deferred), learn from the loop that calls it how idle
+// it really is (IdleObserver, LoopObserver), and be told when the loop
+// had work ready instead of an idle moment (BusyObserver).
 //
 // NewRuntime returns the Stepper over Go's own collector. Go has no API
 // for part of a cycle, so the Runtime is a policy: at each idle moment it
@@ -29,6 +30,9 @@
 //		n := 0
 //		if rt.Lull() { // a step could do something now
 //			n = poll(fds, 0) // zero timeout: never blocks
+//			if n > 0 {
+//				rt.Busy() // no idle moment: only under GOGC=off may it start a cycle
+//			}
 //			for n == 0 {
 //				start := time.Now()
 //				more := rt.Step(time.Millisecond)

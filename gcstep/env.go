@@ -66,6 +66,10 @@ type env struct {
 	// once the cycle has ended (with force, waiting for that end): put
 	// back GOGC=off after a cycle that ran with a stand-in (see inliner).
 	settle func(force bool)
+	// standing reports whether a cycle's stand-in GOGC is in place: the
+	// program's GOGC is off, without a memory limit, and the heap goal
+	// read meanwhile is the stand-in's.
+	standing func() bool
 }
 
 // realEnv is the environment over the Go runtime.
@@ -85,6 +89,7 @@ func realEnv() env {
 		spawn:        func(f func()) { go f() },
 		procs:        func() int { return runtime.GOMAXPROCS(0) },
 		settle:       func(force bool) { in.settle(nil, force) },
+		standing:     func() bool { return in.standIn != 0 },
 	}
 }
 

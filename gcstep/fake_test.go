@@ -160,6 +160,7 @@ func (w *world) env() env {
 		faultProbe: func() time.Duration { return w.fault },
 		procs:      func() int { return w.procs },
 		settle:     func(bool) {},
+		standing:   func() bool { return false },
 		spawn: func(f func()) {
 			w.spawnCount++
 			w.spawned = append(w.spawned, f)

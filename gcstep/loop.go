@@ -180,6 +180,17 @@ func (l *Loop) Lull() bool {
 	return now >= time.Duration(rt.dueAt.Load())
 }
 
+// Busy implements BusyObserver: the loop has work ready at a moment Lull
+// said a step could do something. For a program with no heap goal
+// (GOGC=off without a memory limit), where no pacer collects, it starts
+// a cycle for the runtime to run concurrently if holding the garbage has
+// cost what the start and the cycle do, as decide prices them with the
+// loop's next event waiting for the whole start; it never runs one
+// inline. Otherwise it returns at once, after an atomic load.
+func (l *Loop) Busy() {
+	l.rt.busy(l)
+}
+
 // active records work at now. l.mu must be held.
 func (l *Loop) active(now time.Duration) {
 	l.lastWork = now

@@ -385,3 +385,43 @@ func TestReleasePricedByTheFaultsThatBringItBack(t *testing.T) {
 		})
 	}
 }
+
+// busy makes loop l of world w handle n events with work always ready:
+// no blocking wait, no idle moment, only the zero-timeout poll that Lull
+// asks for finding the next event, and then Busy, as package poller does.
+func busy(w *world, l *Loop, n int, alloc uint64) {
+	for range n {
+		w.alloc(alloc)
+		w.t += 10 * time.Microsecond // the handler
+		if l.Lull() {
+			l.Busy()
+		}
+	}
+}
+
+// A loop that is never idle, in a program with no heap goal, would pile
+// its garbage up without bound: Busy starts cycles, never an inline one.
+// With a pacer it does nothing.
+func TestBusyLoopCollectsWithoutAHeapGoal(t *testing.T) {
+	for _, procs := range []int{1, 2} {
+		w, rt := newTest(t, WithReleaseDelay(0), WithExchangeRate(DefaultExchangeRate))
+		w.procs = procs
+		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
+		l := rt.Loop()
+		busy(w, l, 20000, 16*kib) // 312 MiB
+		s := rt.Stats()
+		assert.Zero(t, w.gcs, "GOMAXPROCS=%d: inline cycles in a busy loop", procs)
+		assert.Greater(t, s.BusyCycles, uint64(10), "GOMAXPROCS=%d: cycles started while busy", procs)
+		assert.Equal(t, s.BusyCycles, s.CyclesBackground, "GOMAXPROCS=%d", procs)
+		assert.Less(t, w.peak, uint64(16*mib), "GOMAXPROCS=%d: the heap's peak", procs)
+	}
+
+	w, rt := newTest(t, WithReleaseDelay(0), WithExchangeRate(DefaultExchangeRate))
+	w.setPacer(100)
+	reads := w.reads
+	busy(w, rt.Loop(), 20000, 16*kib)
+	assert.Zero(t, w.gcs+w.starts, "cycles of ours in a busy loop with a pacer")
+	assert.Positive(t, w.pacerCycles)
+	// The Runtime was made before the pacer: one look finds the goal.
+	assert.LessOrEqual(t, w.reads-reads, 1, "heap readings by Busy with a pacer")
+}

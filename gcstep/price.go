@@ -200,7 +200,7 @@ type plan struct {
 // read in rt.r, takes the cheaper, and says whether holding the garbage
 // has cost that much yet, or when it will, or whether the pacer's cycle
 // comes first. rt.mu must be held.
-func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
+func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 	live := rt.r.live
 	garbage := rt.r.allocs - rt.baseAllocs
 	x, m := rt.cfg.exchange, float64(rt.footprint())
@@ -217,7 +217,7 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 	// starts inline, even one that does not fit the budget: the step
 	// waits for it no longer than the budget, and the rest of it runs
 	// concurrently, as a started one would have.
-	if budget <= 0 || float64(wall) <= planFactor*float64(budget) || onePs {
+	if !busy && (budget <= 0 || float64(wall) <= planFactor*float64(budget) || onePs) {
 		// Charged its wall time, with one P its CPU (see inline).
 		cpu := rt.p.inlineCPU.of(live)
 		held := wall
@@ -231,7 +231,7 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 		c := (cpu + rt.delayCost(l, held)).Seconds()
 		best = plan{act: inline, cost: c, charge: held}
 	}
-	if rt.cfg.background && !onePs {
+	if rt.cfg.background && (!onePs || busy) {
 		cpu := rt.p.bgCPU.of(live)
 		// While it marks, what the program allocates is not collected:
 		// as much garbage again is held that much longer. It marks about
@@ -261,7 +261,7 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 		// footprint keeps.
 		best.wait = timeToHold(short, pile*float64(garbage), pile*fast)
 	}
-	if rt.r.goal > live && rt.r.goal != math.MaxUint64 {
+	if rt.r.goal > live && !noGoal(rt.r.goal) {
 		// The pacer's own cycle, at its trigger (pacerShare of the way
 		// from the live heap to the goal, at the earliest): like a
 		// background cycle, but no step pays for it. Left to it, the
@@ -291,6 +291,13 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration) plan {
 		}
 	}
 	return best
+}
+
+// noGoal reports whether a heap goal read from the runtime is none at
+// all: GOGC=off without a memory limit reads as the goal of a memory
+// limit of 2^63-1 bytes, less the runtime's headroom (about 2^62.96).
+func noGoal(goal uint64) bool {
+	return goal >= 1<<62
 }
 
 // pacerMargin is how much cheaper by the second our cycles must be than

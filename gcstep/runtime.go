@@ -91,8 +91,12 @@ type Runtime struct {
 	idleFed atomic.Bool  // any idle time was ever reported
 	closed  atomic.Bool
 	dueAt   atomic.Int64 // Lull's answer is no before this time (env.now, ns)
-	retryAt atomic.Int64 // a release declined: it is priced again at this time (env.now, ns)
-	armed   atomic.Bool  // allocated enough since the last release to make another
+	// unbounded says the last look found the program with no heap goal
+	// (GOGC=off and no memory limit, a cycle's stand-in aside): no pacer
+	// collects, and Busy may (see BusyObserver).
+	unbounded atomic.Bool
+	retryAt   atomic.Int64 // a release declined: it is priced again at this time (env.now, ns)
+	armed     atomic.Bool  // allocated enough since the last release to make another
 	// recheck is when maybeArmed reads the heap again (ns, env.now), and
 	// allocating whether its last reading saw the program allocate: see
 	// maybeArmed.
@@ -127,6 +131,10 @@ type Stats struct {
 	// comes before the heap needs more pages, and a cycle of the
 	// stepper's would not lower the footprint.
 	DeclinedCushion uint64
+	// BusyCycles counts the cycles started while the loop had work
+	// waiting (of CyclesBackground and CyclesInline), for a program with
+	// no heap goal (see BusyObserver).
+	BusyCycles uint64
 	// DeclinedRelease counts quiet stretches in which returning memory
 	// to the operating system was priced dearer than keeping it.
 	DeclinedRelease uint64
@@ -209,6 +217,7 @@ func newRuntime(e env, opts ...Option) *Runtime {
 	rt.loops.Store(&[]*Loop{rt.self})
 	now := e.now()
 	e.read(&rt.r)
+	rt.unbounded.Store(noGoal(rt.r.goal))
 	rt.prevAllocs = rt.r.allocs
 	rt.seenCycles = rt.r.cycles
 	rt.baseAllocs = rt.r.allocs
@@ -248,7 +257,7 @@ func (rt *Runtime) step(l *Loop, budget time.Duration) (more bool) {
 		more = rt.emptyGap(budget, start)
 	default:
 		rt.retryAt.Store(0) // a stretch that ended is not priced again
-		more = rt.collect(l, budget, start)
+		more = rt.collect(l, budget, start, false)
 	}
 	end := rt.env.now()
 	rt.stats.StepTime += end - start
@@ -264,6 +273,7 @@ func (rt *Runtime) step(l *Loop, budget time.Duration) (more bool) {
 func (rt *Runtime) look(now time.Duration) {
 	rt.env.settle(false)
 	rt.env.read(&rt.r)
+	rt.unbounded.Store(noGoal(rt.r.goal) || rt.env.standing())
 	rt.observe(now)
 	if rt.trap.check(rt.r.gogc, rt.env.setGCPercent) {
 		rt.stats.GOGCRepaired++
@@ -311,7 +321,7 @@ const backgroundTimeout = time.Second
 // collect decides about a cycle at an idle moment inside activity (see
 // decide) and runs or starts it if it is due and the CPU cap allows.
 // rt.mu must be held.
-func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
+func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more bool) {
 	if rt.bg.pending {
 		return false // a cycle is running
 	}
@@ -324,9 +334,9 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 		rt.notBefore(now, wait)
 		return false
 	}
-	p := rt.decide(l, budget, now)
+	p := rt.decide(l, budget, now, busy)
 	if p.act == none || p.wait > 0 {
-		if p.act == none && budget > 0 {
+		if p.act == none && budget > 0 && !busy {
 			*p.why++
 		}
 		rt.notBefore(now, p.wait)
@@ -337,7 +347,7 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 	rt.refill(now)
 	need := min(p.charge, rt.capacity())
 	if rt.tokens < need {
-		if budget > 0 {
+		if budget > 0 && !busy {
 			rt.stats.DeclinedCap++
 		}
 		return false
@@ -345,12 +355,47 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration) (more bool) {
 	if budget <= 0 {
 		return true // a cycle is due and allowed; this step may not run it
 	}
-	if p.act == inline {
+	switch {
+	case p.act == inline:
 		rt.inline(garbage, budget, now)
-	} else {
+	case busy:
+		// No waiting for the sweep: the loop has work.
+		if rt.background(garbage, 0, now) {
+			rt.stats.BusyCycles++
+		} else {
+			rt.notBefore(now, 0)
+		}
+	default:
 		rt.background(garbage, budget, now)
 	}
 	return false
+}
+
+// Busy implements BusyObserver for the Runtime used directly.
+func (rt *Runtime) Busy() { rt.self.Busy() }
+
+// busy is a look for loop l while it has work waiting: for a program with
+// no heap goal it starts a cycle, priced as any (decide), if the garbage
+// has paid for one. No inline cycle: it would hold the loop's work for the
+// whole cycle.
+func (rt *Runtime) busy(l *Loop) {
+	if !rt.unbounded.Load() || rt.closed.Load() {
+		return
+	}
+	now := rt.env.now()
+	if now < time.Duration(rt.dueAt.Load()) || !rt.mu.TryLock() {
+		return
+	}
+	defer rt.mu.Unlock()
+	rt.look(now)
+	if !rt.unbounded.Load() || !rt.cfg.background {
+		return
+	}
+	budget := l.lastBudget()
+	if budget <= 0 {
+		budget = time.Millisecond
+	}
+	rt.collect(l, budget, now, true)
 }
 
 // notBefore tells Lull that no cycle is due for wait from now: at most
@@ -413,14 +458,14 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 // charges the cap the price it was started at, settled when the cycle
 // completes against the collector's CPU time measured meanwhile.
 // rt.mu must be held.
-func (rt *Runtime) background(garbage uint64, budget, now time.Duration) {
+func (rt *Runtime) background(garbage uint64, budget, now time.Duration) (started bool) {
 	cpu := rt.env.gcCPU()
 	w, started := rt.env.start(budget)
 	rt.trap.arm(w)
 	end := rt.env.now()
 	rt.p.kick.add(float64(max(end-now, 1)))
 	if !started {
-		return
+		return false
 	}
 	charge := rt.p.bgCPU.of(rt.r.live)
 	rt.bg.pending = true
@@ -434,6 +479,7 @@ func (rt *Runtime) background(garbage uint64, budget, now time.Duration) {
 	rt.stats.CyclesBackground++
 	rt.stats.AllocatedBetween += garbage
 	rt.stats.LastAllocatedBetween = garbage
+	return true
 }
 
 // settleBackground ends a cycle the runtime ran for a step: it charges

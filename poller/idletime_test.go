@@ -354,3 +354,40 @@ func TestWaitWhileOthersHoldTheLockIsNotIdle(t *testing.T) {
 		assert.Zero(t, s.idle.Load(), "a wait while another goroutine held the lock counted as idle")
 	})
 }
+
+// busyObserver is an observer that is also a gcstep.BusyObserver.
+type busyObserver struct {
+	observer
+	busy atomic.Int64
+}
+
+func (o *busyObserver) Busy() { o.busy.Add(1) }
+
+var _ gcstep.BusyObserver = (*busyObserver)(nil)
+
+// A loop that finds work ready at the zero-timeout poll Lull asked for
+// tells a BusyObserver, and only then: a loop that stays busy would
+// otherwise never let the stepper collect.
+func TestBusyLoopTellsTheStepper(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b poller.Backend) {
+		for _, lull := range []bool{false, true} {
+			p := newPipe(t)
+			o := &busyObserver{}
+			o.lull.Store(lull)
+			l := newLoop(t, poller.WithBackend(b), poller.WithStepper(o))
+			buf := make([]byte, 1)
+			require.NoError(t, l.Add(p.r, poller.Read, func(fd int, _ poller.Events) { unix.Read(fd, buf) }))
+			p.write(p.w, "xxxxxxxxxx") // ten reads' worth: work ready at every wait
+			for range 10 {
+				_, err := l.RunOnce(time.Second)
+				require.NoError(t, err)
+			}
+			if lull {
+				assert.GreaterOrEqual(t, o.busy.Load(), int64(9), "Busy with work ready at every wait")
+				assert.Zero(t, o.steps.Load(), "steps with work ready")
+			} else {
+				assert.Zero(t, o.busy.Load(), "Busy without a lull")
+			}
+		}
+	})
+}
