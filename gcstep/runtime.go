@@ -132,8 +132,8 @@ type Stats struct {
 	// stepper's would not lower the footprint.
 	DeclinedCushion uint64
 	// BusyCycles counts the cycles started while the loop had work
-	// waiting (of CyclesBackground and CyclesInline), for a program with
-	// no heap goal (see BusyObserver).
+	// waiting, for a program with no heap goal (see BusyObserver); they
+	// are counted in CyclesBackground too.
 	BusyCycles uint64
 	// DeclinedRelease counts quiet stretches in which returning memory
 	// to the operating system was priced dearer than keeping it.
