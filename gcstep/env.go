@@ -207,11 +207,11 @@ func (c *cpuReader) read() time.Duration {
 // program the step restores a stand-in instead (offStandIn: GOGC=100,
 // whose goal is below the runtime's 1 GiB and near enough the heap to
 // bound it while the stand-in is in place), and the program's GOGC once
-// the cycle has ended. The cycle count moves
-// before the runtime looks at the goal, and the look comes after the
-// world restarts; it is over when the runtime lets the world be stopped
-// again, so the step reads the memory statistics (a stop-the-world, a few
-// tens of microseconds) before it restores GOGC=off. A started cycle, or
+// the cycle has ended. The cycle count moves before the runtime looks at
+// the goal, and the look comes after the world restarts; it is over when
+// the runtime lets the world be stopped again, so the step reads the
+// memory statistics (a stop-the-world, a few tens of microseconds) before
+// it restores GOGC=off. A started cycle, or
 // an inline one still marking when the budget runs out, keeps the
 // stand-in until a later step sees it ended (settle), or the Runtime is
 // closed.
@@ -252,13 +252,12 @@ func (in *inliner) cycle(budget time.Duration) window {
 	if !started {
 		metrics.Read(in.s)
 		if in.s[0].Value.Uint64() == before {
-			if w.before < 0 && !w.kept && noMemoryLimit() {
-				standIn := offStandIn(in.s[2].Value.Uint64())
-				if got := debug.SetGCPercent(standIn); got != w.before {
+			if w.needsStandIn() {
+				if got := debug.SetGCPercent(offStandIn); got != w.before {
 					w.close(got, w.before) // the program set its own meanwhile
 					debug.SetGCPercent(got)
 				} else {
-					in.standIn, in.standInCycles = standIn, before
+					in.standIn, in.standInCycles = offStandIn, before
 				}
 			}
 			runtime.GC()
@@ -309,8 +308,8 @@ func (in *inliner) kick(budget time.Duration, wait bool) (w window, started bool
 		in.buf = make([]byte, kickSize)
 		in.buf = nil
 		restore := w.before
-		if w.before < 0 && !w.kept && noMemoryLimit() {
-			standIn = offStandIn(live)
+		if w.needsStandIn() {
+			standIn = offStandIn
 			restore = standIn
 		}
 		w.close(debug.SetGCPercent(restore), nudgedGOGC)
@@ -386,8 +385,13 @@ func (in *inliner) restoreOff(w *window, standIn int) {
 // left all that unbounded: on the urandom workload with both CPUs under
 // GOGC=off, with Busy starting cycles in busy stretches, peaks of
 // 11.5-18.0 MiB against 11.0-12.1 with this one (five runs each).
-func offStandIn(uint64) int {
-	return 100
+const offStandIn = 100
+
+// needsStandIn reports whether a cycle whose window opened on w.before
+// must end with offStandIn: the program is at GOGC=off with no memory
+// limit, and did not set its own GOGC inside the window.
+func (w window) needsStandIn() bool {
+	return w.before < 0 && !w.kept && noMemoryLimit()
 }
 
 // noMemoryLimit reports whether the program runs without a memory limit,
