@@ -320,7 +320,9 @@ const backgroundTimeout = time.Second
 
 // collect decides about a cycle at an idle moment inside activity (see
 // decide) and runs or starts it if it is due and the CPU cap allows.
-// rt.mu must be held.
+// With budget <= 0 it only looks, unless busy: a look for a loop with
+// work waiting (see busy), which has no budget and may only start a
+// cycle. rt.mu must be held.
 func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more bool) {
 	if rt.bg.pending {
 		return false // a cycle is running
@@ -336,7 +338,7 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 	}
 	p := rt.decide(l, budget, now, busy)
 	if p.act == none || p.wait > 0 {
-		if p.act == none && budget > 0 && !busy {
+		if p.act == none && budget > 0 {
 			*p.why++
 		}
 		rt.notBefore(now, p.wait)
@@ -347,19 +349,19 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 	rt.refill(now)
 	need := min(p.charge, rt.capacity())
 	if rt.tokens < need {
-		if budget > 0 && !busy {
+		if budget > 0 {
 			rt.stats.DeclinedCap++
 		}
 		return false
 	}
-	if budget <= 0 {
+	if budget <= 0 && !busy {
 		return true // a cycle is due and allowed; this step may not run it
 	}
 	switch {
 	case p.act == inline:
 		rt.inline(garbage, budget, now)
 	case busy:
-		// No waiting for the sweep: the loop has work.
+		// No budget, so no waiting for the sweep: the loop has work.
 		if rt.background(garbage, 0, now) {
 			rt.stats.BusyCycles++
 		} else {
@@ -391,11 +393,7 @@ func (rt *Runtime) busy(l *Loop) {
 	if !rt.unbounded.Load() || !rt.cfg.background {
 		return
 	}
-	budget := l.lastBudget()
-	if budget <= 0 {
-		budget = time.Millisecond
-	}
-	rt.collect(l, budget, now, true)
+	rt.collect(l, 0, now, true)
 }
 
 // notBefore tells Lull that no cycle is due for wait from now: at most
