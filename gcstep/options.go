@@ -90,8 +90,9 @@ func WithExchangeRate(x float64) Option {
 // is reported, up to 100 ms worth, and starts full. Inline cycles and
 // releases pay their wall time (with GOMAXPROCS=1 an inline cycle the
 // collector's CPU time, as the rest of its wall time runs the program's
-// other goroutines); background cycles the collector's CPU time. When the cap runs short, cycles wait for the bucket to refill,
-// and each then collects more garbage: fewer cycles, not none.
+// other goroutines); background cycles the collector's CPU time. When
+// the cap runs short, cycles wait for the bucket to refill, and each
+// then collects more garbage: fewer cycles, not none.
 //
 // Idle time and not wall time, so that a loop that is seldom idle gets
 // few idle cycles however often it passes an idle moment. Default

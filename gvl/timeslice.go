@@ -42,11 +42,11 @@ func (l *Lock) timeslice() int64 {
 //
 // It turns true between one and one and a half timeslices after the
 // longest waiter reached the head of the queue (see WithTimeslice for
-// slices under a millisecond). A goroutine that has called Acquire but has not yet run far
-// enough to queue is not waiting yet: at GOMAXPROCS=1 a holder that never
-// blocks lets such a goroutine run only when the Go scheduler preempts it,
-// after about 10 ms, so there ShouldYield may turn true up to one scheduling
-// quantum later.
+// slices under a millisecond). A goroutine that has called Acquire but
+// has not yet run far enough to queue is not waiting yet: at
+// GOMAXPROCS=1 a holder that never blocks lets such a goroutine run only
+// when the Go scheduler preempts it, after about 10 ms, so there
+// ShouldYield may turn true up to one scheduling quantum later.
 func (l *Lock) ShouldYield() bool {
 	return l.yieldReq.Load()
 }
