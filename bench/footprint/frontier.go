@@ -197,18 +197,19 @@ type frontierRun struct {
 
 // frontierReport is frontier.json.
 type frontierReport struct {
-	Machine    machine           `json:"machine"`
-	Command    string            `json:"command"`
-	Started    time.Time         `json:"started"`
-	Duration   float64           `json:"duration_seconds"`
-	Runs       int               `json:"runs_per_point"`
-	Quick      bool              `json:"quick"`
-	About      []about           `json:"workloads"`
-	Conditions []condition       `json:"conditions"`
-	Skipped    []string          `json:"skipped,omitempty"`
-	Results    []frontierRun     `json:"results"`
-	Summary    []frontierSummary `json:"summary"`
-	Verdicts   []verdict         `json:"verdicts"`
+	Machine     machine           `json:"machine"`
+	Command     string            `json:"command"`
+	Started     time.Time         `json:"started"`
+	Duration    float64           `json:"duration_seconds"`
+	Runs        int               `json:"runs_per_point"`
+	Quick       bool              `json:"quick"`
+	About       []about           `json:"workloads"`
+	Conditions  []condition       `json:"conditions"`
+	Skipped     []string          `json:"skipped,omitempty"`
+	Results     []frontierRun     `json:"results"`
+	Summary     []frontierSummary `json:"summary"`
+	Verdicts    []verdict         `json:"verdicts"`     // by peak RSS
+	AvgVerdicts []verdict         `json:"verdicts_avg"` // by time-averaged RSS
 }
 
 // runFrontier runs the frontier: for each round, condition and workload,
@@ -308,7 +309,7 @@ func runFrontier(ctx context.Context, c frontierConfig, stdout, progress io.Writ
 	rep.Duration = time.Since(t0).Seconds()
 	rep.Machine.LoadAfter, _ = cpuburn.LoadAverage()
 	rep.Summary = summariseFrontier(rep.Results)
-	rep.Verdicts = judge(rep.Summary)
+	rep.Verdicts, rep.AvgVerdicts = judge(rep.Summary, memPeak), judge(rep.Summary, memAvg)
 
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
@@ -349,7 +350,7 @@ func replotFrontier(dir string, stdout io.Writer) error {
 		}
 	}
 	rep.Summary = summariseFrontier(rep.Results)
-	rep.Verdicts = judge(rep.Summary)
+	rep.Verdicts, rep.AvgVerdicts = judge(rep.Summary, memPeak), judge(rep.Summary, memAvg)
 	writeFrontierTables(stdout, &rep)
 	return drawFrontierCharts(dir, &rep)
 }

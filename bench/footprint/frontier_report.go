@@ -89,12 +89,16 @@ func firstIndex[T any](s []T, f func(T) bool) int { return slices.IndexFunc(s, f
 // costs no more, by the rule of issue 20: among the runs without a stepper
 // at GOGC 100, 50, 25 and 10 that use at least 1/1.1 of the stepper's CPU
 // (the stepper may spend up to 10 % more than the setting it beats), the
-// lowest peak RSS over the floor.
+// lowest memory over the floor. Memory is the peak RSS (Verdicts) or the
+// time-averaged RSS (AvgVerdicts): the peak is what a stream's footprint
+// is judged by, the average what a server that is idle between bursts
+// holds over time.
 type verdict struct {
 	Workload    string  `json:"workload"`
 	Condition   string  `json:"condition"`
+	Memory      string  `json:"memory"` // memPeak or memAvg
 	StepperGOGC string  `json:"stepper_gogc"`
-	StepperOver int64   `json:"stepper_peak_over_floor_bytes"`
+	StepperOver int64   `json:"stepper_over_floor_bytes"`
 	StepperCPU  float64 `json:"stepper_cpu_seconds"`
 	IdleShare   float64 `json:"idle_share"`
 	Best        string  `json:"best,omitempty"` // "" when no pacer point ran
@@ -103,26 +107,41 @@ type verdict struct {
 	// the stepper, and the stepper is on or below the frontier only if
 	// it holds less (then it is beyond its end, at a higher cost: n/a).
 	Cheaper      bool    `json:"cheaper,omitempty"`
-	BestOver     int64   `json:"best_peak_over_floor_bytes,omitempty"`
+	BestOver     int64   `json:"best_over_floor_bytes,omitempty"`
 	BestCPU      float64 `json:"best_cpu_seconds,omitempty"`
 	Ratio        float64 `json:"ratio,omitempty"` // stepper over best, both over the floor
 	OnOrBelow    bool    `json:"on_or_below"`
 	QuarterBelow bool    `json:"quarter_below"` // ratio ≤ 0.75
 }
 
+// What a verdict weighs: the peak or the time-averaged RSS over the floor.
+const (
+	memPeak = "peak"
+	memAvg  = "avg"
+)
+
+// over is s's memory over the floor by the measure memory names.
+func (s frontierSummary) over(memory string) int64 {
+	if memory == memAvg {
+		return s.OverAvg
+	}
+	return s.OverPeak
+}
+
 // overFloorQuantum is the least memory over the floor a ratio divides by:
 // a point at or under the floor (by noise) would make it infinite.
 const overFloorQuantum = 100 << 10
 
-// judge makes a verdict per workload, condition and stepper GOGC.
-func judge(sum []frontierSummary) []verdict {
+// judge makes a verdict per workload, condition and stepper GOGC, weighing
+// memory by the measure memory names (memPeak or memAvg).
+func judge(sum []frontierSummary, memory string) []verdict {
 	var out []verdict
 	for _, st := range sum {
 		if st.Kind != kindStepper {
 			continue
 		}
-		v := verdict{Workload: st.Workload, Condition: st.Condition, StepperGOGC: st.GOGC,
-			StepperOver: st.OverPeak, StepperCPU: st.CPU, IdleShare: st.IdleShare}
+		v := verdict{Workload: st.Workload, Condition: st.Condition, Memory: memory, StepperGOGC: st.GOGC,
+			StepperOver: st.over(memory), StepperCPU: st.CPU, IdleShare: st.IdleShare}
 		var best, cheaper *frontierSummary
 		for i, s := range sum {
 			if s.Workload != st.Workload || s.Condition != st.Condition || s.Kind != kindPacer ||
@@ -133,7 +152,7 @@ func judge(sum []frontierSummary) []verdict {
 			if s.CPU < st.CPU/1.1 {
 				at = &cheaper
 			}
-			if *at == nil || s.OverPeak < (*at).OverPeak {
+			if *at == nil || s.over(memory) < (*at).over(memory) {
 				*at = &sum[i]
 			}
 		}
@@ -141,8 +160,8 @@ func judge(sum []frontierSummary) []verdict {
 			best, v.Cheaper = cheaper, true
 		}
 		if best != nil {
-			v.Best, v.BestOver, v.BestCPU = best.Point, best.OverPeak, best.CPU
-			v.Ratio = float64(max(st.OverPeak, 0)) / float64(max(best.OverPeak, overFloorQuantum))
+			v.Best, v.BestOver, v.BestCPU = best.Point, best.over(memory), best.CPU
+			v.Ratio = float64(max(v.StepperOver, 0)) / float64(max(v.BestOver, overFloorQuantum))
 			v.OnOrBelow = v.Ratio <= 1 && !v.Cheaper
 			v.QuarterBelow = v.Ratio <= 0.75 && !v.Cheaper
 		}
@@ -168,7 +187,9 @@ func writeFrontierTables(w io.Writer, rep *frontierReport) {
 			writePointTable(w, rep, a.Name, c)
 		}
 	}
-	writeVerdicts(w, rep)
+	writeVerdicts(w, rep.Verdicts)
+	fmt.Fprintln(w)
+	writeVerdicts(w, rep.AvgVerdicts)
 	fmt.Fprintf(w, "\n%d runs in %.0fs", len(rep.Results), rep.Duration)
 	if rep.Machine.LoadBefore > 0 || rep.Machine.LoadAfter > 0 {
 		fmt.Fprintf(w, "; one-minute load average %.1f before, %.1f after", rep.Machine.LoadBefore, rep.Machine.LoadAfter)
@@ -224,13 +245,20 @@ func overMiB(s frontierSummary, over int64) string {
 }
 
 // verdictHead names the rule in the summary's header.
-const verdictHead = "best pacer point: lowest peak over floor among no stepper at GOGC 100, 50, 25, 10 using ≥ 1/1.1 of the stepper's CPU"
+const verdictHead = "best pacer point: lowest %s over floor among no stepper at GOGC 100, 50, 25, 10 using ≥ 1/1.1 of the stepper's CPU"
 
-func writeVerdicts(w io.Writer, rep *frontierReport) {
-	fmt.Fprintf(w, "summary: the stepper (gcstep.NewRuntime(), no options) against the %s;\nratio = stepper's peak over floor / best's (a best at or under the floor counts as 0.1 MiB); on/below frontier: ratio ≤ 1;\n(cheaper): no such point, so the lowest of them all, each using < 1/1.1 of the stepper's CPU: the stepper is above the frontier if it holds more\n\n", verdictHead)
+// memoryNames are the summaries' names for what their verdicts weigh.
+var memoryNames = map[string]string{memPeak: "peak RSS", memAvg: "time-averaged RSS"}
+
+func writeVerdicts(w io.Writer, vs []verdict) {
+	if len(vs) == 0 {
+		return
+	}
+	name := memoryNames[vs[0].Memory]
+	fmt.Fprintf(w, "summary by %s: the stepper (gcstep.NewRuntime(), no options) against the "+verdictHead+";\nratio = stepper's %s over floor / best's (a best at or under the floor counts as 0.1 MiB); on/below frontier: ratio ≤ 1;\n(cheaper): no such point, so the lowest of them all, each using < 1/1.1 of the stepper's CPU: the stepper is above the frontier if it holds more\n\n", name, name, name)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tcondition\tstepper at\tidle\tover floor\tCPU\tbest pacer point\tover floor\tCPU\tratio\ton/below frontier\t≥25 % below\t")
-	for _, v := range rep.Verdicts {
+	for _, v := range vs {
 		best, bestOver, bestCPU, ratio, on, quarter := "none ran", "-", "-", "-", "n/a", "n/a"
 		if v.Best != "" {
 			best, bestOver, bestCPU = v.Best, fmt.Sprintf("%+.1f MiB", float64(v.BestOver)/(1<<20)), fmt.Sprintf("%.2fs", v.BestCPU)

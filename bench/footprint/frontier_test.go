@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -47,11 +48,13 @@ func TestQuickFrontier(t *testing.T) {
 		assert.Positive(t, r.Wall, r.Point)
 	}
 	require.Len(t, rep.Verdicts, 2, "the stepper at GOGC=100 and off")
-	for _, v := range rep.Verdicts {
+	require.Len(t, rep.AvgVerdicts, 2, "the stepper at GOGC=100 and off")
+	for _, v := range append(rep.Verdicts, rep.AvgVerdicts...) {
 		assert.NotEmpty(t, v.Best, "a pacer point to judge against")
 		assert.False(t, math.IsInf(v.Ratio, 0) || math.IsNaN(v.Ratio), "ratio %v", v.Ratio)
 	}
-	assert.Contains(t, stdout.String(), verdictHead)
+	assert.Contains(t, stdout.String(), fmt.Sprintf(verdictHead, "peak RSS"))
+	assert.Contains(t, stdout.String(), fmt.Sprintf(verdictHead, "time-averaged RSS"))
 
 	b, err := os.ReadFile(filepath.Join(dir, "frontier.json"))
 	require.NoError(t, err)
@@ -78,7 +81,7 @@ func TestJudge(t *testing.T) {
 		pacer("25", 4*mib, 0.90), // 0.90 < 1.0/1.1: too cheap to count
 		{Workload: "w", Condition: "c", Kind: kindStepper, GOGC: "100", Point: "stepper GOGC=100", OverPeak: 3 * mib, CPU: 1.0},
 	}
-	vs := judge(sum)
+	vs := judge(sum, memPeak)
 	require.Len(t, vs, 1)
 	v := vs[0]
 	assert.Equal(t, "GOGC=50", v.Best, "the lowest among the judged points using ≥ 1/1.1 of the stepper's CPU")
@@ -90,16 +93,29 @@ func TestJudge(t *testing.T) {
 	// A stepper dearer than every judged point by more than 10 % is
 	// judged against the lowest of them, marked cheaper.
 	sum[4].CPU, sum[4].OverPeak = 2, 5*mib
-	v = judge(sum)[0]
+	v = judge(sum, memPeak)[0]
 	assert.True(t, v.Cheaper)
 	assert.Equal(t, "GOGC=25", v.Best)
 	assert.InDelta(t, 1.25, v.Ratio, 1e-9)
 	assert.False(t, v.OnOrBelow)
 
+	// By the time-averaged RSS, a stepper that empties the gaps can be
+	// below the frontier where its peak is above it.
+	sum[4].CPU, sum[4].OverPeak, sum[4].OverAvg = 1.0, 7*mib, mib
+	sum[1].OverAvg, sum[2].OverAvg, sum[3].OverAvg = 5*mib, 4*mib, 2*mib
+	v = judge(sum, memPeak)[0]
+	assert.Equal(t, "GOGC=50", v.Best)
+	assert.False(t, v.QuarterBelow, "peak: 7 MiB against 6")
+	v = judge(sum, memAvg)[0]
+	assert.Equal(t, memAvg, v.Memory)
+	assert.Equal(t, "GOGC=50", v.Best, "GOGC=25 is too cheap to count here too")
+	assert.InDelta(t, 0.25, v.Ratio, 1e-9)
+	assert.True(t, v.QuarterBelow)
+
 	// A best at the floor does not make the ratio infinite.
 	sum[4].CPU = 1.0
 	sum[2].OverPeak = -mib
-	v = judge(sum)[0]
+	v = judge(sum, memPeak)[0]
 	assert.False(t, math.IsInf(v.Ratio, 0))
 }
 
