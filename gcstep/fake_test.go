@@ -67,6 +67,14 @@ func newWorld() *world {
 	return w
 }
 
+// farLimit puts the heap goal far out of reach, but not out of existence:
+// GOGC=off with a memory limit of 1 TiB. The runtime collects near the
+// limit, so the stepper's pile has no bound of its own (offBound), and
+// only the stepper's prices and its CPU cap decide.
+func (w *world) farLimit() {
+	w.r.goal = 1 << 40
+}
+
 // setGOGC is debug.SetGCPercent in the fake world.
 func (w *world) setGOGC(p int) int {
 	prev := w.gogc

@@ -425,3 +425,30 @@ func TestBusyLoopCollectsWithoutAHeapGoal(t *testing.T) {
 	// The Runtime was made before the pacer: one look finds the goal.
 	assert.LessOrEqual(t, w.reads-reads, 1, "heap readings by Busy with a pacer")
 }
+
+// A loop seldom idle earns little of the CPU cap, and under GOGC=off the
+// stepper is the only collector: its pile must stay within what GOGC=100
+// would allow (the live heap, at least 4 MiB) whatever the cap says.
+func TestSeldomIdleLoopBoundsAGOGCOffHeap(t *testing.T) {
+	for _, procs := range []int{1, 2} {
+		w, rt := newTest(t, WithReleaseDelay(0))
+		w.procs = procs
+		w.bgDelay, w.bgCost = time.Millisecond, 2*time.Millisecond
+		l := rt.Loop()
+		for range 30000 { // 469 MiB, idle 1 µs of every 11
+			w.alloc(16 * kib)
+			w.t += 10 * time.Microsecond
+			l.Waited(time.Microsecond, true)
+			w.t += time.Microsecond
+			if l.Lull() {
+				l.Busy()
+			}
+		}
+		s := rt.Stats()
+		assert.Positive(t, s.Backstops, "GOMAXPROCS=%d: cycles past the cap", procs)
+		// 96 here: one per 4.9 MiB. At most one per 4 MiB, and what the
+		// cap pays for besides.
+		assert.LessOrEqual(t, s.CyclesBackground, uint64(469/4+20), "GOMAXPROCS=%d: cycles", procs)
+		assert.Less(t, w.peak, uint64(8*mib), "GOMAXPROCS=%d: the heap's peak: 4 MiB, and what a cycle's mark phase and a look's delay add at this rate", procs)
+	}
+}

@@ -97,8 +97,10 @@ func WithExchangeRate(x float64) Option {
 // Idle time and not wall time, so that a loop that is seldom idle gets
 // few idle cycles however often it passes an idle moment. Default
 // DefaultCPUCap (30 % of idle time): the urandom demo's cycles take about
-// a third of that. With GOGC=off the stepper is the only collector, so
-// keep a GOMEMLIMIT as a backstop there. It panics if f is not in (0, 1].
+// a third of that. With GOGC=off and no memory limit the stepper is the
+// only collector, and the cap does not bound its heap: a pile as high as
+// GOGC=100 would allow (the live heap, at least 4 MiB) gets a cycle past
+// the cap (Stats.Backstops). It panics if f is not in (0, 1].
 func WithCPUCap(f float64) Option {
 	return func(c *config) {
 		if !(f > 0 && f <= 1) {

@@ -121,6 +121,11 @@ type Stats struct {
 	// and background cycles are off (WithBackground).
 	DeclinedBudget uint64
 	DeclinedCap    uint64 // cycles due but not run: the CPU cap was spent
+	// Backstops counts cycles run although the CPU cap was spent or the
+	// pile had not yet paid for them: a program at GOGC=off without a
+	// memory limit had piled up as much garbage as GOGC=100 would allow
+	// (the live heap, at least 4 MiB), and no other collector runs.
+	Backstops uint64
 	// DeclinedPacer counts idle moments at which the runtime's own
 	// cycle at the heap goal was priced cheaper than any of the
 	// stepper's, or would come first.
@@ -348,11 +353,14 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 	// full; the debt it leaves is paid back before the next one.
 	rt.refill(now)
 	need := min(p.charge, rt.capacity())
-	if rt.tokens < need {
+	if rt.tokens < need && !p.backstop {
 		if budget > 0 {
 			rt.stats.DeclinedCap++
 		}
 		return false
+	}
+	if p.backstop {
+		rt.stats.Backstops++
 	}
 	if budget <= 0 && !busy {
 		return true // a cycle is due and allowed; this step may not run it

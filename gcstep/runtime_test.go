@@ -302,6 +302,7 @@ func TestGOGCRestoredAtEveryGOGC(t *testing.T) {
 func TestCPUCapHolds(t *testing.T) {
 	for _, cpuCap := range []float64{0.01, 0.05, 0.3, 1} {
 		w, rt := newTest(t, eager, WithCPUCap(cpuCap), WithBackground(false))
+		w.farLimit() // a pile with no bound of its own: only the cap stops cycles
 		w.gcCost = 200 * time.Microsecond
 		for w.t < 100*time.Second {
 			w.alloc(mib) // a program that allocates and is idle often
@@ -425,6 +426,7 @@ func TestZeroBudgetHonestAboutTheCap(t *testing.T) {
 
 func TestBackgroundCycleChargedWhatItUsed(t *testing.T) {
 	w, rt := newTest(t, WithCPUCap(0.5))   // bucket: 50 ms
+	w.farLimit()                           // only the cap stops cycles
 	w.r.live, w.liveAfter = 16*mib, 16*mib // estimate: about 16 ms, half of it before one was measured
 	w.gcCPU = time.Hour
 	w.alloc(32 * mib)
