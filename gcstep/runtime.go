@@ -121,10 +121,11 @@ type Stats struct {
 	// and background cycles are off (WithBackground).
 	DeclinedBudget uint64
 	DeclinedCap    uint64 // cycles due but not run: the CPU cap was spent
-	// Backstops counts cycles run although the CPU cap was spent or the
-	// pile had not yet paid for them: a program at GOGC=off without a
-	// memory limit had piled up as much garbage as GOGC=100 would allow
-	// (the live heap, at least 4 MiB), and no other collector runs.
+	// Backstops counts the cycles run because a program at GOGC=off
+	// without a memory limit, where no other collector runs, had piled
+	// up as much garbage as GOGC=100 would allow (the live heap, at
+	// least 4 MiB): they run whatever the holding rule and the CPU cap
+	// say, and are counted in CyclesInline or CyclesBackground too.
 	Backstops uint64
 	// DeclinedPacer counts idle moments at which the runtime's own
 	// cycle at the heap goal was priced cheaper than any of the
@@ -359,24 +360,25 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 		}
 		return false
 	}
-	if p.backstop {
-		rt.stats.Backstops++
-	}
 	if budget <= 0 && !busy {
 		return true // a cycle is due and allowed; this step may not run it
 	}
+	ran := true
 	switch {
 	case p.act == inline:
 		rt.inline(garbage, budget, now)
 	case busy:
 		// No budget, so no waiting for the sweep: the loop has work.
-		if rt.background(garbage, 0, now) {
+		if ran = rt.background(garbage, 0, now); ran {
 			rt.stats.BusyCycles++
 		} else {
 			rt.notBefore(now, 0)
 		}
 	default:
-		rt.background(garbage, budget, now)
+		ran = rt.background(garbage, budget, now)
+	}
+	if ran && p.backstop {
+		rt.stats.Backstops++
 	}
 	return false
 }
