@@ -212,6 +212,13 @@ type frontierReport struct {
 	AvgVerdicts []verdict         `json:"verdicts_avg"` // by time-averaged RSS
 }
 
+// summarise takes the medians of the results and judges the stepper by
+// both measures of memory: what a run and a replot both do.
+func (rep *frontierReport) summarise() {
+	rep.Summary = summariseFrontier(rep.Results)
+	rep.Verdicts, rep.AvgVerdicts = judge(rep.Summary, memPeak), judge(rep.Summary, memAvg)
+}
+
 // runFrontier runs the frontier: for each round, condition and workload,
 // the floor first, then every other point, in an order rotated from round
 // to round. The memory-limit point's GOMEMLIMIT is memLimitFactor times
@@ -308,8 +315,7 @@ func runFrontier(ctx context.Context, c frontierConfig, stdout, progress io.Writ
 	}
 	rep.Duration = time.Since(t0).Seconds()
 	rep.Machine.LoadAfter, _ = cpuburn.LoadAverage()
-	rep.Summary = summariseFrontier(rep.Results)
-	rep.Verdicts, rep.AvgVerdicts = judge(rep.Summary, memPeak), judge(rep.Summary, memAvg)
+	rep.summarise()
 
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
@@ -349,8 +355,7 @@ func replotFrontier(dir string, stdout io.Writer) error {
 			rep.Conditions[i] = conditions[j]
 		}
 	}
-	rep.Summary = summariseFrontier(rep.Results)
-	rep.Verdicts, rep.AvgVerdicts = judge(rep.Summary, memPeak), judge(rep.Summary, memAvg)
+	rep.summarise()
 	writeFrontierTables(stdout, &rep)
 	return drawFrontierCharts(dir, &rep)
 }
