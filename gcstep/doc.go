@@ -31,7 +31,7 @@
 //		if rt.Lull() { // a step could do something now
 //			n = poll(fds, 0) // zero timeout: never blocks
 //			if n > 0 {
-//				rt.Busy() // no idle moment: only under GOGC=off may it start a cycle
+//				rt.Busy() // no idle moment: may start a cycle if the pile is far past due
 //			}
 //			for n == 0 {
 //				start := time.Now()

@@ -181,12 +181,13 @@ func (l *Loop) Lull() bool {
 }
 
 // Busy implements BusyObserver: the loop has work ready at a moment Lull
-// said a step could do something. For a program with no heap goal
-// (GOGC=off without a memory limit), where no pacer collects, it starts
-// a cycle for the runtime to run concurrently if holding the garbage has
-// cost what the start and the cycle do, as decide prices them with the
-// loop's next event waiting for the whole start; it never runs one
-// inline. Otherwise it returns at once, after an atomic load.
+// said a step could do something. It starts a cycle for the runtime to
+// run concurrently if holding the garbage has cost what the start and
+// the cycle do, priced as at an idle moment with the loop's next event
+// waiting for the whole start, and, where the runtime's pacer collects
+// too, only once holding has cost twice that; it never runs one inline.
+// It reads the heap at most once a millisecond or so; between, it
+// returns after a clock reading and two atomic loads.
 func (l *Loop) Busy() {
 	l.rt.busy(l)
 }

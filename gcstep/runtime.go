@@ -93,8 +93,9 @@ type Runtime struct {
 	dueAt   atomic.Int64 // Lull's answer is no before this time (env.now, ns)
 	// unbounded says the last look found the program with no heap goal
 	// (GOGC=off and no memory limit, a cycle's stand-in aside): no pacer
-	// collects, and Busy may (see BusyObserver).
+	// collects, and Busy needs no overshoot (see busyOvershoot).
 	unbounded atomic.Bool
+	busyAt    atomic.Int64 // Busy looks again no sooner than this (env.now, ns)
 	retryAt   atomic.Int64 // a release declined: it is priced again at this time (env.now, ns)
 	armed     atomic.Bool  // allocated enough since the last release to make another
 	// recheck is when maybeArmed reads the heap again (ns, env.now), and
@@ -138,8 +139,8 @@ type Stats struct {
 	// stepper's would not lower the footprint.
 	DeclinedCushion uint64
 	// BusyCycles counts the cycles started while the loop had work
-	// waiting, for a program with no heap goal (see BusyObserver); they
-	// are counted in CyclesBackground too.
+	// waiting (see BusyObserver); they are counted in CyclesBackground
+	// too.
 	BusyCycles uint64
 	// DeclinedRelease counts quiet stretches in which returning memory
 	// to the operating system was priced dearer than keeping it.
@@ -347,7 +348,11 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 		if p.act == none && budget > 0 {
 			*p.why++
 		}
-		rt.notBefore(now, p.wait)
+		if busy {
+			rt.busyAt.Store(int64(now + min(max(p.wait, 0), recheck)))
+		} else {
+			rt.notBefore(now, p.wait)
+		}
 		return false
 	}
 	// A cycle larger than the whole bucket may run when the bucket is
@@ -372,7 +377,7 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 		if ran = rt.background(garbage, 0, now); ran {
 			rt.stats.BusyCycles++
 		} else {
-			rt.notBefore(now, 0)
+			rt.busyAt.Store(int64(now + recheck))
 		}
 	default:
 		ran = rt.background(garbage, budget, now)
@@ -386,25 +391,41 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 // Busy implements BusyObserver for the Runtime used directly.
 func (rt *Runtime) Busy() { rt.self.Busy() }
 
-// busy is a look for loop l while it has work waiting: for a program with
-// no heap goal it starts a cycle, priced as any (decide), if the garbage
-// has paid for one. No inline cycle: it would hold the loop's work for the
-// whole cycle.
+// busy is a look for loop l while it has work waiting: it starts a cycle,
+// priced as any (decide), if the garbage has paid for one; where a pacer
+// collects too, only once the pile has gone well past that
+// (busyOvershoot), and only with more than one P. No inline cycle: it
+// would hold the loop's work for the whole cycle.
 func (rt *Runtime) busy(l *Loop) {
-	if !rt.unbounded.Load() || rt.closed.Load() {
+	if rt.closed.Load() || !rt.cfg.background {
 		return
 	}
 	now := rt.env.now()
-	if now < time.Duration(rt.dueAt.Load()) || !rt.mu.TryLock() {
+	if now < time.Duration(rt.dueAt.Load()) || now < time.Duration(rt.busyAt.Load()) {
+		return
+	}
+	if !rt.unbounded.Load() && rt.env.procs() == 1 {
+		// With one P a started cycle marks on the loop's P, beside
+		// the work: where the pacer collects, the looks alone cost the
+		// urandom demo 2 % of its peak and 5 % of its CPU.
+		rt.busyAt.Store(int64(now + recheck))
+		return
+	}
+	if !rt.mu.TryLock() {
 		return
 	}
 	defer rt.mu.Unlock()
 	rt.look(now)
-	if !rt.unbounded.Load() || !rt.cfg.background {
-		return
-	}
 	rt.collect(l, 0, now, true)
+	if at := now + busyLookGap; time.Duration(rt.busyAt.Load()) < at {
+		rt.busyAt.Store(int64(at))
+	}
 }
+
+// busyLookGap is the least time between two looks of Busy: a look reads
+// the heap, a few microseconds, and a loop with work waiting has better
+// things to do.
+const busyLookGap = recheck / 4
 
 // notBefore tells Lull that no cycle is due for wait from now: at most
 // recheck, and a step looks again whenever the wait is unknown (0).
