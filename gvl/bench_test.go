@@ -53,26 +53,39 @@ func BenchmarkUncontended(b *testing.B) {
 // BenchmarkPingPong is two goroutines taking turns: one op is a round trip,
 // two handoffs. The baseline is the same alternation over unbuffered
 // channels. gvl-notimeslice is the lock without timeslices: it sets no
-// timer, which shows what the timeslice timer costs a handoff.
+// timer, which shows what the timeslice timer costs a handoff. chan-timer
+// is chan in a process with one timer pending (a one-hour
+// time.AfterFunc), as any program with a Ticker, a deadline or a
+// server's timeouts has: the runtime then reads the clock at its
+// scheduling passes, which the lock's watch also makes it do.
 func BenchmarkPingPong(b *testing.B) {
 	b.Run("gvl", func(b *testing.B) { pingPong(b, 0) })
 	b.Run("gvl-notimeslice", func(b *testing.B) { pingPong(b, 0, gvl.WithTimeslice(0)) })
-	b.Run("chan", func(b *testing.B) {
-		b.ReportAllocs()
-		ping, pong := make(chan struct{}), make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			for range ping {
-				pong <- struct{}{}
-			}
-		})
-		for b.Loop() {
-			ping <- struct{}{}
-			<-pong
-		}
-		close(ping)
-		wg.Wait()
+	b.Run("chan", chanPingPong)
+	b.Run("chan-timer", func(b *testing.B) {
+		t := time.AfterFunc(time.Hour, func() {})
+		defer t.Stop()
+		chanPingPong(b)
 	})
+}
+
+// chanPingPong is BenchmarkPingPong's alternation over unbuffered
+// channels.
+func chanPingPong(b *testing.B) {
+	b.ReportAllocs()
+	ping, pong := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for range ping {
+			pong <- struct{}{}
+		}
+	})
+	for b.Loop() {
+		ping <- struct{}{}
+		<-pong
+	}
+	close(ping)
+	wg.Wait()
 }
 
 // BenchmarkHandoffDepth is PingPong/gvl with the benchmark goroutine
