@@ -348,7 +348,9 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 		if p.act == none && budget > 0 {
 			*p.why++
 		}
-		if busy {
+		if busy && !rt.unbounded.Load() {
+			// This wait runs to the overshoot, past the time a cycle
+			// falls due at an idle moment: Lull keeps its own answer.
 			rt.busyAt.Store(int64(now + min(max(p.wait, 0), recheck)))
 		} else {
 			rt.notBefore(now, p.wait)
@@ -377,7 +379,7 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 		if ran = rt.background(garbage, 0, now); ran {
 			rt.stats.BusyCycles++
 		} else {
-			rt.busyAt.Store(int64(now + recheck))
+			rt.notBefore(now, 0)
 		}
 	default:
 		ran = rt.background(garbage, budget, now)
