@@ -185,9 +185,9 @@ func (l *Loop) Lull() bool {
 // run concurrently if holding the garbage has cost what the start and
 // the cycle do, priced as at an idle moment with the loop's next event
 // waiting for the whole start, and, where the runtime's pacer collects
-// too, only once holding has cost twice that; it never runs one inline.
-// It reads the heap at most once a millisecond or so; between, it
-// returns after a clock reading and two atomic loads.
+// too, only once holding has cost twice that, and only with more than
+// one P; it never runs one inline. It reads the heap at most once in
+// 250 µs; between, it returns after a clock reading and two atomic loads.
 func (l *Loop) Busy() {
 	l.rt.busy(l)
 }
