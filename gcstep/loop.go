@@ -187,7 +187,8 @@ func (l *Loop) Lull() bool {
 // waiting for the whole start, and, where the runtime's pacer collects
 // too, only once holding has cost twice that, and only with more than
 // one P; it never runs one inline. It reads the heap at most once in
-// 250 µs; between, it returns after a clock reading and two atomic loads.
+// 250 µs; between, it returns after a clock reading and three atomic
+// loads.
 func (l *Loop) Busy() {
 	l.rt.busy(l)
 }
