@@ -1,11 +1,9 @@
 package rss
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
-	"strconv"
+	"math"
 )
 
 // Peak returns the peak resident set size of this process, in bytes.
@@ -28,13 +26,18 @@ type status struct {
 
 // parseStatus reads the VmHWM and VmRSS lines of a Linux /proc/<pid>/status
 // file. Both must be present: the kernel prints them for every process that
-// has an address space, so a missing one means the wrong file.
-func parseStatus(r io.Reader) (status, error) {
+// has an address space, so a missing one means the wrong file. It
+// allocates nothing unless the file is malformed.
+func parseStatus(b []byte) (status, error) {
 	var st status
 	var haveHWM, haveRSS bool
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Bytes()
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
 		var dst *uint64
 		switch {
 		case bytes.HasPrefix(line, []byte("VmHWM:")):
@@ -44,14 +47,11 @@ func parseStatus(r io.Reader) (status, error) {
 		default:
 			continue
 		}
-		v, err := parseKB(line)
-		if err != nil {
-			return status{}, err
+		v, ok := parseKB(line)
+		if !ok {
+			return status{}, fmt.Errorf("rss: malformed status line %q", line)
 		}
 		*dst = v
-	}
-	if err := sc.Err(); err != nil {
-		return status{}, fmt.Errorf("rss: reading status: %w", err)
 	}
 	if !haveHWM || !haveRSS {
 		return status{}, fmt.Errorf("rss: status has no VmHWM or VmRSS line")
@@ -59,17 +59,23 @@ func parseStatus(r io.Reader) (status, error) {
 	return st, nil
 }
 
-// parseKB parses a status line such as "VmRSS:	    1760 kB" into bytes.
+// parseKB parses a status line such as "VmRSS:\t    1760 kB" into bytes.
 // The kernel always prints these fields in kB (1024 bytes).
-func parseKB(line []byte) (uint64, error) {
+func parseKB(line []byte) (uint64, bool) {
 	_, rest, _ := bytes.Cut(line, []byte(":"))
-	fields := bytes.Fields(rest)
-	if len(fields) != 2 || string(fields[1]) != "kB" {
-		return 0, fmt.Errorf("rss: malformed status line %q", line)
+	rest = bytes.TrimLeft(rest, " \t")
+	digits := 0
+	var kb uint64
+	for digits < len(rest) && '0' <= rest[digits] && rest[digits] <= '9' {
+		d := uint64(rest[digits] - '0')
+		if kb > (math.MaxUint64/1024-d)/10 {
+			return 0, false // would overflow in bytes
+		}
+		kb = kb*10 + d
+		digits++
 	}
-	kb, err := strconv.ParseUint(string(fields[0]), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("rss: malformed status line %q: %w", line, err)
+	if digits == 0 || string(bytes.TrimSpace(rest[digits:])) != "kB" {
+		return 0, false
 	}
-	return kb * 1024, nil
+	return kb * 1024, true
 }

@@ -22,3 +22,17 @@ func TestMaxRSSUnit(t *testing.T) {
 	assert.GreaterOrEqual(t, m, st.hwm/2, "ru_maxrss in bytes against half of VmHWM")
 	assert.LessOrEqual(t, m, uint64(limit), "ru_maxrss in bytes (VmHWM %d)", st.hwm)
 }
+
+// TestCurrentMakesNoGarbage checks that reading the RSS allocates nothing:
+// a sampler calls it a hundred times a second in a program whose garbage
+// is being measured, and a floor without garbage must stay without it.
+func TestCurrentMakesNoGarbage(t *testing.T) {
+	_, err := Current()
+	require.NoError(t, err, "Current")
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := Current(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs, "allocations per Current")
+}

@@ -3,7 +3,6 @@ package rss
 import (
 	"errors"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,10 +37,13 @@ func TestParseStatus(t *testing.T) {
 		{name: "negative", in: "VmHWM:\t-1 kB\nVmRSS:\t1 kB\n", wantErr: true},
 		{name: "other unit", in: "VmHWM:\t1 MB\nVmRSS:\t1 kB\n", wantErr: true},
 		{name: "no unit", in: "VmHWM:\t1\nVmRSS:\t1 kB\n", wantErr: true},
+		{name: "trailing field", in: "VmHWM:\t1 kB x\nVmRSS:\t1 kB\n", wantErr: true},
+		{name: "overflow", in: "VmHWM:\t18014398509481984 kB\nVmRSS:\t1 kB\n", wantErr: true},
+		{name: "largest", in: "VmHWM:\t18014398509481983 kB\nVmRSS:\t1 kB", want: status{hwm: 18014398509481983 << 10, rss: 1 << 10}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseStatus(strings.NewReader(tt.in))
+			got, err := parseStatus([]byte(tt.in))
 			if tt.wantErr {
 				require.Error(t, err, "got %+v", got)
 				return
