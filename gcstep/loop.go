@@ -278,14 +278,41 @@ func (l *Loop) quietAt() (at time.Duration, observed bool) {
 	return l.lastWork + l.quietPeriod(), true
 }
 
-// NextStep implements Deferred: how long from now the Runtime will empty
-// the gap if no loop does any more work (see WithReleaseDelay), and false
-// if there is nothing to empty. A loop that is itself quiet while another
-// works is told the other's time: the loops that wake then find the
-// process quiet, or ask again.
+// NextStep implements Deferred: how long from now a step of this loop
+// will have work if nothing else happens, and false if none will. That is
+// the earlier of two times:
+//
+//   - when the cycle the loop's last idle moment priced falls due: holding
+//     the garbage will then have cost what the cycle does, and a loop
+//     that blocks past it would let the pile grow until its next idle
+//     moment, which in a stream comes after the next burst (see
+//     doc/policy.md, "On time");
+//   - when the Runtime will empty the gap if no loop does any more work
+//     (see WithReleaseDelay). A loop that is itself quiet while another
+//     works is told the other's time: the loops that wake then find the
+//     process quiet, or ask again.
+//
+// It reads two atomics when no release can be due.
 func (l *Loop) NextStep() (time.Duration, bool) {
 	rt := l.rt
-	if rt.closed.Load() || rt.cfg.releaseDelay == 0 {
+	if rt.closed.Load() {
+		return 0, false
+	}
+	next, ok := l.releaseNext()
+	if at := time.Duration(rt.cycleAt.Load()); at > 0 && rt.cycleLoop.Load() == l {
+		d := max(at-rt.env.now(), 0)
+		if !ok || d < next {
+			next, ok = d, true
+		}
+	}
+	return next, ok
+}
+
+// releaseNext is how long from now the Runtime will empty the gap if no
+// loop does any more work, and false if there is nothing to empty.
+func (l *Loop) releaseNext() (time.Duration, bool) {
+	rt := l.rt
+	if rt.cfg.releaseDelay == 0 {
 		return 0, false
 	}
 	loops := *rt.loops.Load()

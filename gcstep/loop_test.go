@@ -493,3 +493,76 @@ func TestBusyStretchDoesNotLeaveThePileToThePacer(t *testing.T) {
 	assert.Zero(t, rt.Stats().DeclinedCushion, "idle moments declined for a resident pile")
 	assert.Zero(t, w.pacerCycles, "the pacer's cycles after")
 }
+
+// pacedBursts makes loop l of world w read n bursts of a stream paced by
+// its producer: 128 KiB in 16 KiB chunks, each read into a fresh buffer
+// with the next chunk ready (Busy, as package poller reports it), then an
+// idle moment and a blocking wait of gap. A loop that wakes does what
+// package poller does with a Deferred: it ends the wait at NextStep (never
+// before a tenth of a step budget) and steps. It reports the wakes.
+func pacedBursts(w *world, l *Loop, n int, gap time.Duration, wakes bool) (woke int) {
+	for range n {
+		wait := gap
+		if d, ok := l.NextStep(); wakes && ok && max(d, ms/10) < gap {
+			d = max(d, ms/10)
+			w.t += d
+			l.Waited(d, false)
+			start := w.t
+			l.Step(ms)
+			l.Stepped(w.t-start, false)
+			wait -= w.t - start + d
+			woke++
+		}
+		w.t += max(wait, 0)
+		l.Waited(max(wait, 0), true)
+		for i := range 8 {
+			w.alloc(16 * kib)
+			w.t += 20 * time.Microsecond // the handler
+			if i < 7 {
+				if l.Lull() {
+					l.Busy()
+				}
+				continue
+			}
+			if l.Lull() {
+				start := w.t
+				l.Step(ms)
+				l.Stepped(w.t-start, false)
+			}
+		}
+	}
+	return woke
+}
+
+// A cycle priced at an idle moment falls due in the loop's next blocking
+// wait, and NextStep says when: a loop that wakes for it collects on
+// time, where one that blocks on lets the pile grow until the next
+// burst's idle moment (doc/policy.md, "On time").
+func TestNextStepWakesTheLoopWhenACycleFallsDue(t *testing.T) {
+	peaks := map[bool]uint64{}
+	for _, wakes := range []bool{false, true} {
+		w, rt := newTest(t, WithReleaseDelay(0), WithExchangeRate(DefaultExchangeRate))
+		w.setPacer(100)
+		w.gcCost = 300 * time.Microsecond
+		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
+		l, other := rt.Loop(), rt.Loop()
+		pacedBursts(w, l, 200, 1100*time.Microsecond, wakes) // prices learned
+		w.peak = 0
+		woke := pacedBursts(w, l, 1000, 1100*time.Microsecond, wakes)
+		s := rt.Stats()
+		cycles := s.CyclesInline + s.CyclesBackground
+		require.Positive(t, cycles, "wakes %v: cycles of ours", wakes)
+		assert.Zero(t, w.pacerCycles, "wakes %v: the pacer's cycles", wakes)
+		peaks[wakes] = w.peak - w.r.live
+		if wakes {
+			assert.Positive(t, woke, "wakes for a cycle")
+			// One wake a cycle, and a few more where the pile
+			// grew slower than priced: no spinning.
+			assert.LessOrEqual(t, uint64(woke), cycles+cycles/4, "wakes for %d cycles", cycles)
+		}
+		_, ok := other.NextStep()
+		assert.False(t, ok, "wakes %v: NextStep of a loop that priced no cycle", wakes)
+		t.Logf("wakes %v: %d cycles, %d wakes, peak pile %d KiB; %+v", wakes, cycles, woke, peaks[wakes]>>10, s)
+	}
+	assert.Less(t, peaks[true], peaks[false]*9/10, "peak pile with wakes against without")
+}

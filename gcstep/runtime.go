@@ -96,6 +96,11 @@ type Runtime struct {
 	// collects, and Busy needs no overshoot (see busyOvershoot).
 	unbounded atomic.Bool
 	busyAt    atomic.Int64 // Busy looks again no sooner than this (env.now, ns)
+	// cycleAt is when the cycle priced at cycleLoop's last idle moment
+	// falls due (env.now, ns; 0: none is), so that the loop's NextStep
+	// ends its wait then (see Loop.NextStep).
+	cycleAt   atomic.Int64
+	cycleLoop atomic.Pointer[Loop]
 	retryAt   atomic.Int64 // a release declined: it is priced again at this time (env.now, ns)
 	armed     atomic.Bool  // allocated enough since the last release to make another
 	// recheck is when maybeArmed reads the heap again (ns, env.now), and
@@ -256,6 +261,9 @@ func (rt *Runtime) step(l *Loop, budget time.Duration) (more bool) {
 	defer rt.mu.Unlock()
 	start := rt.env.now()
 	rt.stats.Steps++
+	if budget > 0 {
+		rt.cycleAt.Store(0) // this step prices the cycle afresh (see onTime)
+	}
 	rt.look(start)
 	switch {
 	case rt.closed.Load():
@@ -348,6 +356,9 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 		if p.act == none && budget > 0 {
 			*p.why++
 		}
+		if !busy && budget > 0 {
+			rt.onTime(l, now, p)
+		}
 		if busy && !rt.unbounded.Load() {
 			// This wait runs to the overshoot, past the time a cycle
 			// falls due at an idle moment: Lull keeps its own answer.
@@ -388,6 +399,20 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 		rt.stats.Backstops++
 	}
 	return false
+}
+
+// onTime records when the cycle priced at an idle moment of loop l falls
+// due, for l's NextStep: a loop that blocks with garbage piling up wakes
+// for it rather than at its next event, which in a stream paced by its
+// producer comes after the next burst, with the pile that much past its
+// price (doc/policy.md, "On time"). A decline for the pacer, the cushion
+// or the budget wakes nobody. rt.mu must be held.
+func (rt *Runtime) onTime(l *Loop, now time.Duration, p plan) {
+	if p.act == none {
+		return
+	}
+	rt.cycleLoop.Store(l)
+	rt.cycleAt.Store(int64(now + p.wait))
 }
 
 // Busy implements BusyObserver for the Runtime used directly.

@@ -15,9 +15,10 @@ type Stepper interface {
 }
 
 // A Deferred is a Stepper whose work can fall due while its caller stays
-// idle and nothing else happens: the Runtime stepper empties the gap
-// (collects and returns memory to the operating system) once its loops
-// have been quiet for a while. A caller about to block with nothing to do bounds
+// idle and nothing else happens: the Runtime stepper runs a cycle that an
+// idle moment priced due a little later, and empties the gap (collects
+// and returns memory to the operating system) once its loops have been
+// quiet for a while. A caller about to block with nothing to do bounds
 // its wait by NextStep and calls Step when the wait ends; package poller
 // does this. A caller that never does simply never gets that work done.
 type Deferred interface {

@@ -76,11 +76,12 @@ func (d *idler) once(last *atomic.Int64, now int64) bool {
 // its garbage would pile up until it had one (under GOGC=off, for good).
 //
 // A stepper that is a gcstep.Deferred may have work fall due while the
-// program sleeps (the runtime stepper's emptying of a quiet gap): the
-// blocking wait then ends no later than its NextStep, steps, and waits on
-// for what is left of the timeout. That keeps the deferred work on the
-// loop's own wait, with no timer or goroutine of the stepper's. With an
-// alarm, the wait is not bounded: the alarm is armed to do that work.
+// program sleeps (the runtime stepper's cycle that falls due in a gap, or
+// its emptying of a quiet gap): the blocking wait then ends no later than
+// its NextStep (see deferred), steps, and waits on for what is left of
+// the timeout. That keeps the deferred work on the loop's own wait, with
+// no timer or goroutine of the stepper's. With an alarm, the wait is not
+// bounded: the alarm is armed to do that work.
 //
 // The caller holds the lock, if there is one; it holds it again on return.
 func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll waitFunc) (int, error) {
@@ -198,8 +199,14 @@ func (d *idler) stepped(took time.Duration, work bool) {
 // deferred bounds a blocking wait of timeout (nonzero) by the stepper's
 // deferred work, if it has any and may do it (nobody waits for the lock).
 // It reports the wait to make and whether it was shortened for that work.
-// A wait is never shortened below one step budget, so work that is due but
-// cannot be done now cannot make the caller spin. With an alarm, it arms
+// A wait is shortened only where a step fits between its new end and the
+// old one (a step needs a budget before the deadline), and never below a
+// tenth of a budget, so work that is due but cannot be done now cannot
+// make the caller spin: at most ten wakes a budget, and none where no step
+// could follow them. A tenth, not a whole budget: the runtime stepper's
+// cycle falls due in a stream's idle gap, most of them a little longer
+// than a budget, and a wait bounded by a budget woke after the next burst
+// had begun, with the pile that much higher. With an alarm, it arms
 // the alarm for that work instead and leaves the wait as it is; while the
 // alarm is pending, only one wait a budget asks NextStep (the alarm asks
 // again when it fires), so work that falls due sooner than the alarm
@@ -218,8 +225,8 @@ func (d *idler) deferred(timeout time.Duration) (time.Duration, bool) {
 	if !ok {
 		return timeout, false
 	}
-	next = max(next, d.budget)
-	if timeout > 0 && timeout <= next {
+	next = max(next, d.budget/deferredFloor)
+	if timeout > 0 && timeout-next < d.budget {
 		return timeout, false
 	}
 	if d.alarm != nil {
@@ -228,6 +235,10 @@ func (d *idler) deferred(timeout time.Duration) (time.Duration, bool) {
 	}
 	return next, true
 }
+
+// deferredFloor is how many times shorter than a step budget a wait may
+// be made for a Deferred stepper's work (see deferred).
+const deferredFloor = 10
 
 // step runs one Step, accounts for it and reports how long it took.
 func (d *idler) step(budget time.Duration) (bool, time.Duration) {
