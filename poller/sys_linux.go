@@ -2,6 +2,7 @@ package poller
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -29,12 +30,38 @@ var platformSys = sysPlatform{
 }
 
 // sysEpollWait is epoll_wait(2), made as a raw system call when it cannot
-// block (see epollPeek).
+// block (see epollPeek), and as epoll_pwait2(2) when it has a deadline and
+// the kernel has that call (see epollWaitNs).
 func sysEpollWait(epfd int, evs []unix.EpollEvent, timeout time.Duration) (int, error) {
 	if timeout == 0 && len(evs) > 0 {
 		return epollPeek(epfd, evs)
 	}
+	if timeout > 0 && len(evs) > 0 && !noPwait2.Load() {
+		if n, err := epollWaitNs(epfd, evs, timeout); err != unix.ENOSYS && err != unix.EPERM {
+			return n, err
+		}
+		noPwait2.Store(true)
+	}
 	return unix.EpollWait(epfd, evs, msTimeout(timeout))
+}
+
+// noPwait2 is set once epoll_pwait2 was refused: a kernel before 5.11
+// (ENOSYS), or a seccomp filter that does not know the call (EPERM).
+var noPwait2 atomic.Bool
+
+// epollWaitNs is epoll_pwait2(2) with no signal mask: epoll_wait with a
+// timeout in nanoseconds. epoll_wait's is in milliseconds, rounded up so
+// that a wait never ends before its deadline, so a wait of 100 µs (a
+// timer, a stepper's deferred work) slept a whole millisecond, longer than
+// a stream's idle gap between bursts (doc/policy.md, "On time").
+func epollWaitNs(epfd int, evs []unix.EpollEvent, timeout time.Duration) (int, error) {
+	ts := unix.NsecToTimespec(int64(timeout))
+	n, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd),
+		uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), uintptr(unsafe.Pointer(&ts)), 0, 0)
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(n), nil
 }
 
 // epollPeek is epoll_wait with a zero timeout, made as a raw system call:
