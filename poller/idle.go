@@ -205,8 +205,8 @@ func (d *idler) stepped(took time.Duration, work bool) {
 // make the caller spin: at most ten wakes a budget, and none where no step
 // could follow them. A tenth, not a whole budget: the runtime stepper's
 // cycle falls due in a stream's idle gap, most of them a little longer
-// than a budget, and a wait bounded by a budget woke after the next burst
-// had begun, with the pile that much higher. With an alarm, it arms
+// than a budget, and a wake a budget away would come about when the next
+// burst begins. With an alarm, it arms
 // the alarm for that work instead and leaves the wait as it is; while the
 // alarm is pending, only one wait a budget asks NextStep (the alarm asks
 // again when it fires), so work that falls due sooner than the alarm
