@@ -292,7 +292,8 @@ func (l *Loop) quietAt() (at time.Duration, observed bool) {
 //     works is told the other's time: the loops that wake then find the
 //     process quiet, or ask again.
 //
-// It reads two atomics when no release can be due.
+// With releases off (WithReleaseDelay(0)) it reads at most three atomics
+// and the clock.
 func (l *Loop) NextStep() (time.Duration, bool) {
 	rt := l.rt
 	if rt.closed.Load() {
