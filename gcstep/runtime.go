@@ -23,7 +23,10 @@ import (
 //     is priced against CPU at one exchange rate (WithExchangeRate); the
 //     garbage at which a cycle pays follows from its price and the
 //     program's allocation rate. With GOGC=off the pacer never collects,
-//     so the Runtime's cycles keep the heap bounded.
+//     so the Runtime's cycles keep the heap bounded. A cycle an idle
+//     moment priced due a little later is reported by that loop's
+//     NextStep (Deferred), so that a loop about to block wakes for it
+//     rather than at its next event (see Loop.NextStep).
 //   - Once every loop using it has been quiet for a quiet period (see
 //     WithReleaseDelay), it collects what the activity left and returns
 //     the memory to the operating system, once per quiet stretch, on a

@@ -22,8 +22,11 @@
 // (the caller's idle time, from which gcstep's runtime stepper earns its
 // CPU cap; Stats.BlockedTime adds them up).
 //
-// Backends: epoll (Linux, the default there), poll (ppoll(2) with a nil
-// signal mask on Linux, poll(2) on darwin and freebsd) and select. Every
+// Backends: epoll (Linux, the default there; a wait with a deadline is
+// epoll_pwait2(2), whose timeout keeps nanoseconds, where the kernel has
+// it, and epoll_wait(2), in whole milliseconds rounded up, where not),
+// poll (ppoll(2) with a nil signal mask on Linux, poll(2) on darwin and
+// freebsd) and select. Every
 // backend keeps the contract written in backend.go, and the same tests run
 // against each one available on the platform.
 //
