@@ -12,9 +12,10 @@ import (
 // on demand, cheaper than any bookkeeping of our own.
 const statusPath = "/proc/self/status"
 
-// statusPathZ is statusPath as the kernel takes it, NUL-terminated, so
-// that opening it allocates nothing (unix.Open copies its argument).
-var statusPathZ = [...]byte{'/', 'p', 'r', 'o', 'c', '/', 's', 'e', 'l', 'f', '/', 's', 't', 'a', 't', 'u', 's', 0}
+// statusPathZ is statusPath as the kernel takes it, NUL-terminated, made
+// once so that opening the file allocates nothing (unix.Open copies its
+// argument at every call).
+var statusPathZ = append([]byte(statusPath), 0)
 
 // statusBuf is the buffer every read of the status file reads into, so
 // that reading the RSS makes no garbage: a sampler that read it a hundred
