@@ -26,9 +26,9 @@
 // epoll_pwait2(2), whose timeout keeps nanoseconds, where the kernel has
 // it, and epoll_wait(2), in whole milliseconds rounded up, where not),
 // poll (ppoll(2) with a nil signal mask on Linux, poll(2) on darwin and
-// freebsd) and select. Every
-// backend keeps the contract written in backend.go, and the same tests run
-// against each one available on the platform.
+// freebsd) and select. Every backend keeps the contract written in
+// backend.go, and the same tests run against each one available on the
+// platform.
 //
 // Every system call the package makes goes through one table (sys.go) and is
 // counted; Stats reports the counts so experiments and benchmarks can see

@@ -206,11 +206,11 @@ func (d *idler) stepped(took time.Duration, work bool) {
 // could follow them. A tenth, not a whole budget: the runtime stepper's
 // cycle falls due in a stream's idle gap, most of them a little longer
 // than a budget, and a wake a budget away would come about when the next
-// burst begins. With an alarm, it arms
-// the alarm for that work instead and leaves the wait as it is; while the
-// alarm is pending, only one wait a budget asks NextStep (the alarm asks
-// again when it fires), so work that falls due sooner than the alarm
-// fires is done at most about a budget late.
+// burst begins. With an alarm, it arms the alarm for that work instead and
+// leaves the wait as it is; while the alarm is pending, only one wait a
+// budget asks NextStep (the alarm asks again when it fires), so work that
+// falls due sooner than the alarm fires is done at most about a budget
+// late.
 func (d *idler) deferred(timeout time.Duration) (time.Duration, bool) {
 	ds, ok := d.stepper.(gcstep.Deferred)
 	if !ok || d.lock != nil && d.lock.Contended() {
