@@ -69,3 +69,34 @@ func ExampleRuntime_Step() {
 	// due: true
 	// due after a step: false
 }
+
+// WithDecisions shows why the stepper collected where it did, or did not:
+// every look at the heap with garbage enough, its prices and its outcome.
+// Recording into a buffer made beforehand allocates nothing.
+func ExampleWithDecisions() {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	decisions := make([]gcstep.Decision, 0, 64)
+	rt := gcstep.NewRuntime(gcstep.WithReleaseDelay(0), gcstep.WithDecisions(func(d gcstep.Decision) {
+		if len(decisions) < cap(decisions) {
+			decisions = append(decisions, d)
+		}
+	}))
+	defer rt.Close()
+	rt.Step(time.Second)
+
+	for range 64 {
+		buffers = append(buffers, make([]byte, 32<<10)) // 2 MiB
+	}
+	buffers = nil
+	time.Sleep(100 * time.Millisecond) // idle, holding the garbage
+	rt.Step(time.Second)
+
+	d := decisions[len(decisions)-1]
+	fmt.Println("collected:", d.Outcome == gcstep.OutcomeInline || d.Outcome == gcstep.OutcomeBackground)
+	fmt.Println("2 MiB of garbage or more:", d.Garbage >= 2<<20)
+	fmt.Println("priced:", d.Cost > 0)
+	// Output:
+	// collected: true
+	// 2 MiB of garbage or more: true
+	// priced: true
+}

@@ -15,13 +15,14 @@ type Option func(*config)
 
 // config holds the policy's knobs; the Options document each default.
 type config struct {
-	minGarbage   uint64        // never collect less garbage than this, nor release less memory
-	exchange     float64       // CPU a second worth holding the whole footprint lower for that second
-	cpuCap       float64       // share of idle time (wall time if none is reported) idle collection may use
-	capWindow    time.Duration // the cap is a token bucket holding cpuCap*capWindow
-	background   bool          // may start cycles that do not fit the budget
-	streams      bool          // inline cycles may delay work while the loop has slack
-	releaseDelay time.Duration // idle time before memory goes back to the OS; 0 disables
+	minGarbage   uint64         // never collect less garbage than this, nor release less memory
+	exchange     float64        // CPU a second worth holding the whole footprint lower for that second
+	cpuCap       float64        // share of idle time (wall time if none is reported) idle collection may use
+	capWindow    time.Duration  // the cap is a token bucket holding cpuCap*capWindow
+	background   bool           // may start cycles that do not fit the budget
+	streams      bool           // inline cycles may delay work while the loop has slack
+	releaseDelay time.Duration  // idle time before memory goes back to the OS; 0 disables
+	decisions    func(Decision) // called with every decision, if set
 }
 
 func defaults() config {

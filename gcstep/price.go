@@ -196,6 +196,10 @@ type plan struct {
 	// backstop says the pile of a program with no heap goal reached
 	// offBound: act runs now, past the CPU cap if need be.
 	backstop bool
+	// ours and pacer are what clearing the garbage costs a second, with
+	// our cycles at their economic pile and with the pacer's at its
+	// trigger, where the two were compared (for Decision).
+	ours, pacer float64
 }
 
 // decide is the policy for a cycle: at an idle moment of loop l with
@@ -288,7 +292,7 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 		// and come first.
 		runway := pacerShare * float64(rt.r.goal-live)
 		if r <= 0 || float64(garbage) >= runway {
-			return plan{why: &rt.stats.DeclinedPacer, wait: recheck}
+			return plan{why: &rt.stats.DeclinedPacer, wait: recheck, cost: best.cost}
 		}
 		// Garbage that fits in pages the heap holds already costs no
 		// footprint: the process keeps them either way. Where they
@@ -299,13 +303,15 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 		// hold is the one to beat: once the live heap grows, or the
 		// scavenger or a release returns pages, ours run again.
 		if float64(garbage+rt.cushion(garbage)) >= runway {
-			return plan{why: &rt.stats.DeclinedCushion, wait: recheck}
+			return plan{why: &rt.stats.DeclinedCushion, wait: recheck, cost: best.cost}
 		}
 		pacer := perSecond(rt.p.bgCPU.of(live).Seconds(), r, runway, m, x)
 		g := eoq(best.cost, r, m, x)
-		if g >= runway || pacerMargin*pacer <= perSecond(best.cost, r, g, m, x) {
-			return plan{why: &rt.stats.DeclinedPacer, wait: recheck}
+		ours := perSecond(best.cost, r, g, m, x)
+		if g >= runway || pacerMargin*pacer <= ours {
+			return plan{why: &rt.stats.DeclinedPacer, wait: recheck, cost: best.cost, ours: ours, pacer: pacer}
 		}
+		best.ours, best.pacer = ours, pacer
 	}
 	return best
 }

@@ -359,6 +359,7 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 		if p.act == none && budget > 0 {
 			*p.why++
 		}
+		rt.decided(now, budget, busy, garbage, p, rt.outcome(p))
 		if !busy && budget > 0 {
 			rt.onTime(l, now, p)
 		}
@@ -379,14 +380,18 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 		if budget > 0 {
 			rt.stats.DeclinedCap++
 		}
+		rt.decided(now, budget, busy, garbage, p, OutcomeCap)
 		return false
 	}
 	if budget <= 0 && !busy {
+		rt.decided(now, budget, busy, garbage, p, OutcomeDue)
 		return true // a cycle is due and allowed; this step may not run it
 	}
 	ran := true
 	switch {
 	case p.act == inline:
+		// Reported first: the cycle reads the heap again.
+		rt.decided(now, budget, busy, garbage, p, OutcomeInline)
 		rt.inline(garbage, budget, now)
 	case busy:
 		// No budget, so no waiting for the sweep: the loop has work.
@@ -397,6 +402,13 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 		}
 	default:
 		ran = rt.background(garbage, budget, now)
+	}
+	if p.act != inline {
+		o := OutcomeBackground
+		if !ran {
+			o = OutcomeNotStarted
+		}
+		rt.decided(now, budget, busy, garbage, p, o)
 	}
 	if ran && p.backstop {
 		rt.stats.Backstops++

@@ -243,7 +243,19 @@ func runChild(spec ChildSpec) RunResult {
 		res.Error = fmt.Sprintf("workload %q has no floor variant", spec.Workload)
 		return res
 	}
-	st, closeStepper, err := stepper(spec.Stepping, w.Stream)
+	var opts []gcstep.Option
+	var log *decisionLog
+	if spec.Decisions != "" {
+		l, err := newDecisionLog(decisionLogSize)
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		log = l
+		defer log.close()
+		opts = append(opts, gcstep.WithDecisions(log.record))
+	}
+	st, closeStepper, err := stepper(spec.Stepping, w.Stream, opts...)
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -296,5 +308,15 @@ func runChild(spec ChildSpec) RunResult {
 			res.Error = err.Error()
 		}
 	}
+	if log != nil {
+		if err := log.write(spec.Decisions); err != nil {
+			res.Error = err.Error()
+		}
+	}
 	return res
 }
+
+// decisionLogSize is how many decisions a run records at most: a stepper
+// decides at most a few thousand times a second, and the lab's runs last
+// seconds.
+const decisionLogSize = 1 << 20

@@ -41,7 +41,8 @@ func GCSettings(w Workload, quick bool) []GCSetting {
 var Steppings = []string{"off", "naive", "runtime"}
 
 // stepper returns the gcstep.Stepper for a stepping policy, nil for "off",
-// and a function that releases it.
+// and a function that releases it. The policies that make a gcstep.Runtime
+// pass it opts too.
 //
 //   - off: no stepper; the loop is a plain multiplexer.
 //   - naive: runtime.GC() at every idle moment, the obvious first try; it
@@ -51,7 +52,7 @@ var Steppings = []string{"off", "naive", "runtime"}
 //   - default: gcstep.NewRuntime() with no options at all, on every
 //     workload: what a user who copies the README's snippet gets. The
 //     frontier (bench/footprint -frontier) measures this one.
-func stepper(name string, stream bool) (gcstep.Stepper, func(), error) {
+func stepper(name string, stream bool, opts ...gcstep.Option) (gcstep.Stepper, func(), error) {
 	switch name {
 	case "off":
 		return nil, func() {}, nil
@@ -61,10 +62,10 @@ func stepper(name string, stream bool) (gcstep.Stepper, func(), error) {
 			return false
 		}), func() {}, nil
 	case "runtime":
-		rt := gcstep.NewRuntime(gcstep.WithStreams(stream))
+		rt := gcstep.NewRuntime(append(opts, gcstep.WithStreams(stream))...)
 		return rt, rt.Close, nil
 	case "default":
-		rt := gcstep.NewRuntime()
+		rt := gcstep.NewRuntime(opts...)
 		return rt, rt.Close, nil
 	}
 	return nil, nil, fmt.Errorf("unknown stepping policy %q", name)
@@ -86,6 +87,11 @@ type ChildSpec struct {
 	Profile string `json:"profile,omitempty"`
 	// SampleEvery is the RSS and heap sampling period.
 	SampleEvery time.Duration `json:"sample_every"`
+	// Decisions, if set, is where the child writes every decision of
+	// its stepper (gcstep.WithDecisions), one tab-separated line each,
+	// for a run made by hand (bench/README.md, "Reading the stepper's
+	// decisions"). Only the runtime and default policies make any.
+	Decisions string `json:"decisions,omitempty"`
 }
 
 // ChildEnv is the environment variable that makes the process a child.
