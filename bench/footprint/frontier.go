@@ -193,6 +193,10 @@ type frontierRun struct {
 	Stepped   uint64  `json:"stepper_cycles"` // cycles the stepper ran or started
 	IdleShare float64 `json:"idle_share"`     // the loop's blocked time over the wall time
 	BusyShare float64 `json:"busy_share,omitempty"`
+	// Own is the runtime's metadata and the resident file-backed pages
+	// at the end of the run (lab.MemoryAtEnd.Own): memory that only
+	// grows, most of it the collector's own structures and code.
+	Own uint64 `json:"own_bytes,omitempty"`
 }
 
 // frontierReport is frontier.json.
@@ -372,6 +376,7 @@ func frontierRunOf(r lab.RunResult, cond condition, p point, round int) frontier
 		Workload: r.Workload, Condition: cond.Name, Point: p.Name(), Kind: p.Kind, GOGC: p.GOGC, MemLimit: p.MemLimit,
 		Round: round, OK: r.OK && r.Error == "", Check: r.Check, Error: r.Error, Bytes: r.Bytes,
 		PeakRSS: r.PeakRSS, AvgRSS: timeAveraged(r.Samples), CPU: r.CPUUser + r.CPUSys, Wall: r.Wall, GCCycles: r.GCCycles,
+		Own: r.Memory.Own(),
 	}
 	if r.Latency != nil && r.LatencyKind == "request" {
 		fr.P99 = r.Latency.P99

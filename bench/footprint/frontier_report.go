@@ -11,17 +11,22 @@ import (
 // medians over its runs, and its memory over the floor (the floor point's
 // median peak and time-averaged RSS under the same condition).
 type frontierSummary struct {
-	Workload  string  `json:"workload"`
-	Condition string  `json:"condition"`
-	Point     string  `json:"point"`
-	Kind      string  `json:"kind"`
-	GOGC      string  `json:"gogc"`
-	Runs      int     `json:"runs"`
-	OK        bool    `json:"ok"`
-	PeakRSS   uint64  `json:"peak_rss_bytes"`
-	AvgRSS    uint64  `json:"avg_rss_bytes"`
-	OverPeak  int64   `json:"peak_over_floor_bytes"` // may be below 0 by noise
-	OverAvg   int64   `json:"avg_over_floor_bytes"`
+	Workload  string `json:"workload"`
+	Condition string `json:"condition"`
+	Point     string `json:"point"`
+	Kind      string `json:"kind"`
+	GOGC      string `json:"gogc"`
+	Runs      int    `json:"runs"`
+	OK        bool   `json:"ok"`
+	PeakRSS   uint64 `json:"peak_rss_bytes"`
+	AvgRSS    uint64 `json:"avg_rss_bytes"`
+	OverPeak  int64  `json:"peak_over_floor_bytes"` // may be below 0 by noise
+	OverAvg   int64  `json:"avg_over_floor_bytes"`
+	// OverOwn is the part of the memory over the floor that is the
+	// runtime's metadata and resident code at the end of the run
+	// (frontierRun.Own, less the floor's).
+	OverOwn   int64   `json:"own_over_floor_bytes"`
+	Own       uint64  `json:"own_bytes"`
 	CPU       float64 `json:"cpu_seconds"`
 	Wall      float64 `json:"wall_seconds"`
 	P99       int64   `json:"p99_ns,omitempty"`
@@ -48,19 +53,19 @@ func summariseFrontier(runs []frontierRun) []frontierSummary {
 	for _, k := range order {
 		rs := groups[k]
 		s := frontierSummary{Workload: k.w, Condition: k.c, Point: k.p, Kind: rs[0].Kind, GOGC: rs[0].GOGC, Runs: len(rs), OK: true}
-		var peak, avg, cyc, stepped []uint64
+		var peak, avg, own, cyc, stepped []uint64
 		var cpu, wall, idle []float64
 		var p99 []int64
 		for _, r := range rs {
 			s.OK = s.OK && r.OK
-			peak, avg = append(peak, r.PeakRSS), append(avg, r.AvgRSS)
+			peak, avg, own = append(peak, r.PeakRSS), append(avg, r.AvgRSS), append(own, r.Own)
 			cyc, stepped = append(cyc, r.GCCycles), append(stepped, r.Stepped)
 			cpu, wall, idle = append(cpu, r.CPU), append(wall, r.Wall), append(idle, r.IdleShare)
 			if r.P99 > 0 {
 				p99 = append(p99, r.P99)
 			}
 		}
-		s.PeakRSS, s.AvgRSS, s.GCCycles, s.Stepped = median(peak), median(avg), median(cyc), median(stepped)
+		s.PeakRSS, s.AvgRSS, s.Own, s.GCCycles, s.Stepped = median(peak), median(avg), median(own), median(cyc), median(stepped)
 		s.CPU, s.Wall, s.IdleShare, s.P99 = median(cpu), median(wall), median(idle), median(p99)
 		if s.Kind == kindFloor {
 			floors[[2]string{k.w, k.c}] = s
@@ -71,6 +76,7 @@ func summariseFrontier(runs []frontierRun) []frontierSummary {
 		f := floors[[2]string{out[i].Workload, out[i].Condition}]
 		out[i].OverPeak = int64(out[i].PeakRSS) - int64(f.PeakRSS)
 		out[i].OverAvg = int64(out[i].AvgRSS) - int64(f.AvgRSS)
+		out[i].OverOwn = int64(out[i].Own) - int64(f.Own)
 	}
 	rank := map[string]int{kindFloor: 0, kindPacer: 1, kindLimit: 2, kindStepper: 3}
 	slices.SortStableFunc(out, func(a, b frontierSummary) int { return rank[a.Kind] - rank[b.Kind] })
@@ -211,14 +217,18 @@ func writePointTable(w io.Writer, rep *frontierReport, workload string, c condit
 	}
 	fmt.Fprintf(w, "%s, %s\n", workload, c.Name)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "point\tpeak RSS\tover floor\tavg RSS\tover floor\tCPU\twall\t"
+	head := "point\tpeak RSS\tover floor\tof it, runtime's own\tavg RSS\tover floor\tCPU\twall\t"
 	if requests {
 		head += "p99\t"
 	}
 	fmt.Fprintln(tw, head+"GCs\tstepper GCs\tidle\tok\t")
 	for _, s := range rows {
-		fmt.Fprintf(tw, "%s\t%.1f MiB\t%s\t%.1f MiB\t%s\t%.2fs\t%.2fs\t", s.Point, mib(s.PeakRSS), overMiB(s, s.OverPeak),
-			mib(s.AvgRSS), overMiB(s, s.OverAvg), s.CPU, s.Wall)
+		own := overMiB(s, s.OverOwn)
+		if s.Own == 0 {
+			own = "?" // a report from before the lab read it
+		}
+		fmt.Fprintf(tw, "%s\t%.1f MiB\t%s\t%s\t%.1f MiB\t%s\t%.2fs\t%.2fs\t", s.Point, mib(s.PeakRSS), overMiB(s, s.OverPeak),
+			own, mib(s.AvgRSS), overMiB(s, s.OverAvg), s.CPU, s.Wall)
 		if requests {
 			fmt.Fprintf(tw, "%v\t", roundDur(s.P99))
 		}

@@ -46,6 +46,7 @@ func TestQuickFrontier(t *testing.T) {
 		assert.Positive(t, r.PeakRSS, r.Point)
 		assert.Positive(t, r.AvgRSS, r.Point)
 		assert.Positive(t, r.Wall, r.Point)
+		assert.Positive(t, r.Own, r.Point)
 	}
 	require.Len(t, rep.Verdicts, 2, "the stepper at GOGC=100 and off")
 	require.Len(t, rep.AvgVerdicts, 2, "the stepper at GOGC=100 and off")
@@ -53,6 +54,7 @@ func TestQuickFrontier(t *testing.T) {
 		assert.NotEmpty(t, v.Best, "a pacer point to judge against")
 		assert.False(t, math.IsInf(v.Ratio, 0) || math.IsNaN(v.Ratio), "ratio %v", v.Ratio)
 	}
+	assert.Contains(t, stdout.String(), "of it, runtime's own")
 	assert.Contains(t, stdout.String(), fmt.Sprintf(verdictHead, "peak RSS"))
 	assert.Contains(t, stdout.String(), fmt.Sprintf(verdictHead, "time-averaged RSS"))
 

@@ -101,6 +101,8 @@ type RunResult struct {
 	// Stepper is what the runtime policy's gcstep.Runtime reports at the
 	// end of the run; nil for the other policies.
 	Stepper *gcstep.Stats `json:"stepper,omitempty"`
+	// Memory is what the process's memory was made of at the end.
+	Memory *MemoryAtEnd `json:"memory_at_end,omitempty"`
 
 	LatencyKind string       `json:"latency_kind,omitempty"`
 	Latency     *Percentiles `json:"latency,omitempty"`
@@ -278,6 +280,7 @@ func runChild(spec ChildSpec) RunResult {
 	if p, perr := rss.Peak(); perr == nil {
 		res.PeakRSS = p
 	}
+	res.Memory = readMemoryAtEnd()
 	if err != nil {
 		res.Error = err.Error()
 		return res
