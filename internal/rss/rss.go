@@ -9,7 +9,11 @@ import (
 // Peak returns the peak resident set size of this process, in bytes.
 //
 // The peak covers the whole life of the process, so comparing two workloads
-// needs two processes.
+// needs two processes. On Linux it is VmHWM, which the kernel updates only
+// when it is about to lower the RSS, from counters it keeps per CPU and
+// sums approximately for that: a process whose RSS fell after its peak may
+// read a peak a few hundred KiB below the VmRSS (Current) it had then.
+// Sampling Current as well, and taking the higher, reads it closer.
 func Peak() (uint64, error) { return peak() }
 
 // Current returns the resident set size of this process now, in bytes.

@@ -115,3 +115,16 @@ func TestAnswerFloorAnswersAlike(t *testing.T) {
 	assert.Equal(t, sa, sf)
 	assert.Zero(t, testing.AllocsPerRun(10, func() { answerFloor(req[:]) }), "the floor makes no garbage")
 }
+
+func TestPeakOf(t *testing.T) {
+	s := []Sample{{RSS: 5 << 20}, {RSS: 8 << 20}, {RSS: 7 << 20}}
+	if got := peakOf(7<<20, s); got != 8<<20 {
+		t.Errorf("a sample above VmHWM: peak %d, want %d", got, 8<<20)
+	}
+	if got := peakOf(9<<20, s); got != 9<<20 {
+		t.Errorf("VmHWM above every sample: peak %d, want %d", got, 9<<20)
+	}
+	if got := peakOf(0, nil); got != 0 {
+		t.Errorf("nothing read: peak %d", got)
+	}
+}
