@@ -89,7 +89,7 @@ func TestDecisionsNameTheDecline(t *testing.T) {
 		for _, d := range rec.d {
 			if d.Outcome == OutcomePacer && d.Pacer > 0 {
 				priced++
-				assert.GreaterOrEqual(t, d.Ours, pacerMargin*d.Pacer, "a decline for a dearer pacer: %+v", d)
+				assert.GreaterOrEqual(t, d.Ours, d.Pacer, "a decline for a dearer pacer: %+v", d)
 			}
 		}
 		t.Logf("%d of %d declines for the pacer priced it; the others came past its trigger", priced, s.DeclinedPacer)

@@ -288,8 +288,12 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 		// background cycle, but no step pays for it. Left to it, the
 		// garbage piles up to that runway R every time, and a second
 		// costs c·r/R + x·R/M; with ours, each at its best garbage g,
-		// c·r/g + x·g/M. Ours must be clearly cheaper (pacerMargin),
-		// and come first.
+		// c·r/g + x·g/M. Ours must be cheaper and come first. No
+		// margin in the pacer's favour: leaving the garbage to it is
+		// the one choice that is not taken back (its pile stays
+		// resident, below), where a cycle of ours priced wrong is
+		// corrected by the next measurement (doc/policy.md, "The
+		// pacer").
 		runway := pacerShare * float64(rt.r.goal-live)
 		if r <= 0 || float64(garbage) >= runway {
 			return plan{why: &rt.stats.DeclinedPacer, wait: recheck, cost: best.cost}
@@ -308,7 +312,7 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 		pacer := perSecond(rt.p.bgCPU.of(live).Seconds(), r, runway, m, x)
 		g := eoq(best.cost, r, m, x)
 		ours := perSecond(best.cost, r, g, m, x)
-		if g >= runway || pacerMargin*pacer <= ours {
+		if g >= runway || pacer <= ours {
 			return plan{why: &rt.stats.DeclinedPacer, wait: recheck, cost: best.cost, ours: ours, pacer: pacer}
 		}
 		best.ours, best.pacer = ours, pacer
@@ -352,15 +356,6 @@ func offBound(live uint64) uint64 {
 // minHeap is the runtime's least heap goal at GOGC=100 (runtime/mgcpacer.go,
 // heapMinimum).
 const minHeap = 4 << 20
-
-// pacerMargin is how much cheaper by the second our cycles must be than
-// leaving the garbage to the pacer: ours are priced from estimates (the
-// allocation rate since the last cycle, learned CPU and delays), the
-// pacer's cycles come anyway, and a cycle of ours in a burst of requests
-// costs their tail more than its price says (its mark phase takes a
-// quarter of the CPU, and allocations meanwhile assist). V8's idle
-// handler plans at 0.9 of its estimates for the same reason.
-const pacerMargin = 0.8
 
 // pacerShare is the part of the way from the live heap to the heap goal
 // where the runtime's pacer starts its own cycle at the earliest (its
