@@ -47,6 +47,16 @@ func ExampleChain() {
 
 var buffers [][]byte
 
+// dropAndIdle makes 2 MiB of garbage for the examples and stays idle for
+// 100 ms, holding it.
+func dropAndIdle() {
+	for range 64 {
+		buffers = append(buffers, make([]byte, 32<<10))
+	}
+	buffers = nil
+	time.Sleep(100 * time.Millisecond)
+}
+
 // With GOGC=off the program collects only when it is idle, as Shopify runs
 // Ruby's major GC only out of band. A zero budget does no work and only
 // reports whether a cycle is due: garbage is collected once holding it
@@ -57,11 +67,7 @@ func ExampleRuntime_Step() {
 	defer rt.Close()
 	rt.Step(time.Second)
 
-	for range 64 {
-		buffers = append(buffers, make([]byte, 32<<10)) // 2 MiB
-	}
-	buffers = nil
-	time.Sleep(100 * time.Millisecond) // idle, holding the garbage
+	dropAndIdle() // 2 MiB of garbage, then 100 ms idle holding it
 	fmt.Println("due:", rt.Step(0))
 	rt.Step(time.Second)
 	fmt.Println("due after a step:", rt.Step(0))
@@ -84,11 +90,7 @@ func ExampleWithDecisions() {
 	defer rt.Close()
 	rt.Step(time.Second)
 
-	for range 64 {
-		buffers = append(buffers, make([]byte, 32<<10)) // 2 MiB
-	}
-	buffers = nil
-	time.Sleep(100 * time.Millisecond) // idle, holding the garbage
+	dropAndIdle() // 2 MiB of garbage, then 100 ms idle holding it
 	rt.Step(time.Second)
 
 	d := decisions[len(decisions)-1]
