@@ -22,19 +22,31 @@ func Peak() (uint64, error) { return peak() }
 // Current returns an error that matches errors.ErrUnsupported.
 func Current() (uint64, error) { return current() }
 
+// Split returns how much of this process's resident set is anonymous
+// memory and how much is file-backed (the binary's and the libraries'
+// pages), in bytes: RssAnon and RssFile. Where the system does not say
+// (everywhere but Linux 4.5 and later), Split returns an error that
+// matches errors.ErrUnsupported.
+func Split() (anon, file uint64, err error) { return split() }
+
 // status holds the fields of /proc/self/status this package reads.
 type status struct {
 	hwm uint64 // VmHWM: peak resident set size, bytes
 	rss uint64 // VmRSS: current resident set size, bytes
+	// RssAnon and RssFile, bytes, where split says the kernel printed
+	// both (Linux 4.5 and later).
+	anon, file uint64
+	split      bool
 }
 
 // parseStatus reads the VmHWM and VmRSS lines of a Linux /proc/<pid>/status
-// file. Both must be present: the kernel prints them for every process that
-// has an address space, so a missing one means the wrong file. It
-// allocates nothing unless the file is malformed.
+// file, and the RssAnon and RssFile lines if it has them. VmHWM and VmRSS
+// must be present: the kernel prints them for every process that has an
+// address space, so a missing one means the wrong file. It allocates
+// nothing unless the file is malformed.
 func parseStatus(b []byte) (status, error) {
 	var st status
-	var haveHWM, haveRSS bool
+	var haveHWM, haveRSS, haveAnon, haveFile bool
 	for len(b) > 0 {
 		line := b
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
@@ -48,6 +60,10 @@ func parseStatus(b []byte) (status, error) {
 			dst, haveHWM = &st.hwm, true
 		case bytes.HasPrefix(line, []byte("VmRSS:")):
 			dst, haveRSS = &st.rss, true
+		case bytes.HasPrefix(line, []byte("RssAnon:")):
+			dst, haveAnon = &st.anon, true
+		case bytes.HasPrefix(line, []byte("RssFile:")):
+			dst, haveFile = &st.file, true
 		default:
 			continue
 		}
@@ -60,6 +76,7 @@ func parseStatus(b []byte) (status, error) {
 	if !haveHWM || !haveRSS {
 		return status{}, fmt.Errorf("rss: status has no VmHWM or VmRSS line")
 	}
+	st.split = haveAnon && haveFile
 	return st, nil
 }
 

@@ -1,6 +1,7 @@
 package rss
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -69,4 +70,15 @@ func current() (uint64, error) {
 		return 0, err
 	}
 	return st.rss, nil
+}
+
+func split() (anon, file uint64, err error) {
+	st, err := readStatus()
+	if err != nil {
+		return 0, 0, err
+	}
+	if !st.split {
+		return 0, 0, fmt.Errorf("rss: %s has no RssAnon and RssFile lines: %w", statusPath, errors.ErrUnsupported)
+	}
+	return st.anon, st.file, nil
 }

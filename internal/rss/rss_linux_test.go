@@ -36,3 +36,21 @@ func TestCurrentMakesNoGarbage(t *testing.T) {
 	})
 	assert.Zero(t, allocs, "allocations per Current")
 }
+
+func TestSplit(t *testing.T) {
+	anon, file, err := Split()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if anon == 0 || file == 0 {
+		t.Errorf("RssAnon %d, RssFile %d: a Go test binary has both", anon, file)
+	}
+	// VmRSS is RssAnon + RssFile + RssShmem, each read at its own moment.
+	if anon+file > cur+1<<20 {
+		t.Errorf("RssAnon %d + RssFile %d is past VmRSS %d", anon, file, cur)
+	}
+}

@@ -30,6 +30,10 @@ func TestParseStatus(t *testing.T) {
 	}{
 		{name: "real", in: sampleStatus, want: status{hwm: 1760 << 10, rss: 1712 << 10}},
 		{name: "zero", in: "VmHWM:\t0 kB\nVmRSS:\t0 kB\n", want: status{}},
+		{name: "split", in: sampleStatus + "RssAnon:\t    2820 kB\nRssFile:\t    4824 kB\nRssShmem:\t       0 kB\n",
+			want: status{hwm: 1760 << 10, rss: 1712 << 10, anon: 2820 << 10, file: 4824 << 10, split: true}},
+		{name: "anon only", in: sampleStatus + "RssAnon:\t2820 kB\n", want: status{hwm: 1760 << 10, rss: 1712 << 10, anon: 2820 << 10}},
+		{name: "bad anon", in: sampleStatus + "RssAnon:\t2820\nRssFile:\t1 kB\n", wantErr: true},
 		{name: "no hwm", in: "VmRSS:\t1712 kB\n", wantErr: true},
 		{name: "no rss", in: "VmHWM:\t1760 kB\n", wantErr: true},
 		{name: "kernel thread", in: "Name:\tkthreadd\nThreads:\t1\n", wantErr: true},

@@ -57,12 +57,11 @@ func (l *decisionLog) write(path string) error {
 	}
 	w := bufio.NewWriter(f)
 	fmt.Fprintln(w, decisionHeader)
-	us := func(d interface{ Microseconds() int64 }) int64 { return d.Microseconds() }
 	for _, d := range l.d {
 		fmt.Fprintf(w, "%.3f\t%t\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.4f\t%.4f\t%d\n",
-			float64(d.At.Microseconds())/1000, d.Busy, us(d.Budget), d.Outcome,
+			float64(d.At.Microseconds())/1000, d.Busy, d.Budget.Microseconds(), d.Outcome,
 			d.Garbage, d.Live, d.Goal, d.Footprint, d.Cushion,
-			us(d.Cost), d.Ours, d.Pacer, us(d.Wait))
+			d.Cost.Microseconds(), d.Ours, d.Pacer, d.Wait.Microseconds())
 	}
 	if l.dropped > 0 {
 		fmt.Fprintf(w, "# dropped %d decisions: the log was full\n", l.dropped)

@@ -1,16 +1,15 @@
 package lab
 
 import (
-	"bytes"
-	"os"
 	"runtime/metrics"
-	"strconv"
 	"strings"
+
+	"github.com/idlemux/idlemux/internal/rss"
 )
 
 // MemoryAtEnd is what the process's memory is made of at the end of a
 // run: the runtime's own account (runtime/metrics, /memory/classes/...,
-// bytes mapped and in use) and the kernel's (/proc/self/status). A peak
+// bytes mapped and in use) and the kernel's (RssAnon and RssFile). A peak
 // RSS is the heap's highest point plus all that is not heap, and most of
 // what is not heap only grows: the collector's metadata, the code it ran.
 // So the end of a run tells how much of a point's memory over the floor
@@ -59,8 +58,8 @@ func readMemoryAtEnd() *MemoryAtEnd {
 			*f += x.Value.Uint64()
 		}
 	}
-	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		m.RSSAnon, m.RSSFile = statusKB(b, "RssAnon:"), statusKB(b, "RssFile:")
+	if anon, file, err := rss.Split(); err == nil {
+		m.RSSAnon, m.RSSFile = anon, file
 	}
 	return &m
 }
@@ -80,20 +79,4 @@ func (m *MemoryAtEnd) class(name string) *uint64 {
 		return &m.Metadata
 	}
 	return &m.Other
-}
-
-// statusKB is the value of a "Name:\t  123 kB" line of a status file, in
-// bytes; 0 if there is none.
-func statusKB(b []byte, name string) uint64 {
-	for line := range bytes.Lines(b) {
-		if rest, ok := bytes.CutPrefix(line, []byte(name)); ok {
-			f := strings.Fields(string(rest))
-			if len(f) == 2 && f[1] == "kB" {
-				if v, err := strconv.ParseUint(f[0], 10, 64); err == nil {
-					return v << 10
-				}
-			}
-		}
-	}
-	return 0
 }

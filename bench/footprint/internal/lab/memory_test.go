@@ -38,11 +38,3 @@ func TestMemoryClass(t *testing.T) {
 		assert.Same(t, want, m.class(name), name)
 	}
 }
-
-func TestStatusKB(t *testing.T) {
-	b := []byte("Name:\tchild\nVmRSS:\t    7644 kB\nRssAnon:\t    2820 kB\nRssFile:\t    4824 kB\nThreads:\t6\n")
-	assert.Equal(t, uint64(2820<<10), statusKB(b, "RssAnon:"))
-	assert.Equal(t, uint64(4824<<10), statusKB(b, "RssFile:"))
-	assert.Zero(t, statusKB(b, "RssShmem:"))
-	assert.Zero(t, statusKB(b, "Threads:"), "no kB")
-}
