@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -249,6 +250,13 @@ func runChild(spec ChildSpec) RunResult {
 		return res
 	}
 	var opts []gcstep.Option
+	if spec.ExchangeRate != 0 {
+		if !(spec.ExchangeRate > 0) || math.IsInf(spec.ExchangeRate, 0) {
+			res.Error = fmt.Sprintf("exchange_rate %v: must be positive and finite", spec.ExchangeRate)
+			return res
+		}
+		opts = append(opts, gcstep.WithExchangeRate(spec.ExchangeRate))
+	}
 	var log *decisionLog
 	if spec.Decisions != "" {
 		l, err := newDecisionLog(decisionLogSize)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +76,27 @@ func TestChildWritesItsDecisions(t *testing.T) {
 		}
 	}
 	assert.Equal(t, res.Stepper.CyclesInline+res.Stepper.CyclesBackground, cycles, "cycles among the decisions")
+}
+
+// A child's exchange rate reaches its stepper: memory priced dear makes
+// it collect smaller piles, so more often, than memory priced cheap; a
+// rate that is not positive is refused.
+func TestChildExchangeRate(t *testing.T) {
+	cycles := func(x float64) uint64 {
+		// The children run in this process: what the tests before left
+		// resident would take their garbage (doc/policy.md, "A resident
+		// pile").
+		debug.FreeOSMemory()
+		res := runChild(ChildSpec{Workload: "paced", Stepping: "default", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
+			Quick: true, SampleEvery: 10 * time.Millisecond, ExchangeRate: x})
+		require.Empty(t, res.Error)
+		require.True(t, res.OK)
+		require.NotNil(t, res.Stepper)
+		return res.Stepper.CyclesInline + res.Stepper.CyclesBackground
+	}
+	cheap, dear := cycles(0.05), cycles(50)
+	assert.Greater(t, dear, 2*cheap, "cycles of ours with memory at 50 against 0.05")
+	res := runChild(ChildSpec{Workload: "paced", Stepping: "default", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
+		Quick: true, SampleEvery: 10 * time.Millisecond, ExchangeRate: -1})
+	assert.Contains(t, res.Error, "exchange_rate -1")
 }

@@ -92,6 +92,10 @@ type ChildSpec struct {
 	// for a run made by hand (bench/README.md, "Reading the stepper's
 	// decisions"). Only the runtime and default policies make any.
 	Decisions string `json:"decisions,omitempty"`
+	// ExchangeRate, if set, is passed to the runtime and default
+	// policies as gcstep.WithExchangeRate, for a study of what the rate
+	// buys (bench/README.md, "The exchange rate"); 0 keeps the default.
+	ExchangeRate float64 `json:"exchange_rate,omitempty"`
 }
 
 // ChildEnv is the environment variable that makes the process a child.
