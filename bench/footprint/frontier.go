@@ -68,6 +68,7 @@ type frontierConfig struct {
 	conditions []condition
 	sample     time.Duration
 	command    string
+	warmup     int // MiB each child allocates before its workload (lab.ChildSpec.WarmupMiB)
 }
 
 // newFrontierConfig checks the flags the frontier mode reads.
@@ -207,6 +208,7 @@ type frontierReport struct {
 	Duration    float64           `json:"duration_seconds"`
 	Runs        int               `json:"runs_per_point"`
 	Quick       bool              `json:"quick"`
+	WarmupMiB   int               `json:"warmup_mib,omitempty"`
 	About       []about           `json:"workloads"`
 	Conditions  []condition       `json:"conditions"`
 	Skipped     []string          `json:"skipped,omitempty"`
@@ -238,7 +240,7 @@ func runFrontier(ctx context.Context, c frontierConfig, stdout, progress io.Writ
 	}
 	defer os.RemoveAll(tmp)
 
-	rep := &frontierReport{Machine: thisMachine(), Command: c.command, Started: time.Now().UTC(), Runs: c.runs, Quick: c.quick}
+	rep := &frontierReport{Machine: thisMachine(), Command: c.command, Started: time.Now().UTC(), Runs: c.runs, Quick: c.quick, WarmupMiB: c.warmup}
 	for _, w := range c.workloads {
 		rep.About = append(rep.About, about{w.Name, w.About(c.quick)})
 	}
@@ -268,7 +270,7 @@ func runFrontier(ctx context.Context, c frontierConfig, stdout, progress io.Writ
 	limits := map[string]string{} // workload/condition: the GOMEMLIMIT of its limit point
 	run := func(w lab.Workload, cond condition, p point, round int) error {
 		spec := lab.ChildSpec{Workload: w.Name, Stepping: "off", GC: lab.GCSetting{Name: p.Name(), GOGC: p.GOGC, MemLimit: p.MemLimit},
-			Quick: c.quick, SampleEvery: c.sample, Floor: p.Kind == kindFloor}
+			Quick: c.quick, SampleEvery: c.sample, Floor: p.Kind == kindFloor, WarmupMiB: c.warmup}
 		if p.Kind == kindStepper {
 			spec.Stepping = "default"
 		}

@@ -37,6 +37,7 @@ func main() {
 	frontier := flag.Bool("frontier", false, "the frontier mode: every workload without a stepper at each GOGC of -frontier-gogc and with GOMEMLIMIT near its floor, and with gcstep.NewRuntime() at the program's GOGC, under each of -conditions; memory over the floor against CPU (default workloads "+defaultFrontierWorkloads+")")
 	runs := flag.Int("runs", 0, "with -frontier: runs of every point, interleaved (default 3, 1 with -quick)")
 	frontierGOGC := flag.String("frontier-gogc", strings.Join(defaultFrontierGOGC, ","), "with -frontier: the GOGC settings of the pacer's points")
+	warmup := flag.Int("warmup", 0, "with -frontier: MiB every child allocates, 2 MiB live at a time, before its workload and its stepper, as a program with a past (lab.ChildSpec.WarmupMiB); judge by the average then, since the warm-up sets every peak")
 	conds := flag.String("conditions", "both,1P,quota,busy", "with -frontier: the conditions, some of both (both CPUs), 1P (GOMAXPROCS=1), quota (a 1-CPU cgroup quota), busy (one CPU kept busy)")
 	flag.Parse()
 	cfg.command = strings.Join(append([]string{"go run ./bench/footprint"}, os.Args[1:]...), " ")
@@ -59,6 +60,10 @@ func main() {
 			}
 		})
 		fc, err := newFrontierConfig(cfg.out, cfg.quick, *runs, workloads, *frontierGOGC, *conds, cfg.sample, cfg.command)
+		if err == nil && *warmup < 0 {
+			err = fmt.Errorf("-warmup %d: must not be negative", *warmup)
+		}
+		fc.warmup = *warmup
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "footprint:", err)
 			os.Exit(2)

@@ -19,6 +19,25 @@ import (
 	"github.com/idlemux/idlemux/internal/rss"
 )
 
+// warmUp allocates mib MiB in 64 KiB buffers, keeping the last 32 live
+// (ChildSpec.WarmupMiB), and drops them all.
+func warmUp(mib int) {
+	var live [][]byte
+	for i := range mib * 16 {
+		b := make([]byte, 64<<10)
+		b[0] = byte(i)
+		if len(live) == 32 {
+			live = live[1:]
+		}
+		live = append(live, b)
+	}
+	warmSink = live
+	warmSink = nil
+}
+
+// warmSink keeps warmUp's buffers from being optimised away.
+var warmSink [][]byte
+
 // A sample is one reading of the process's memory during a run.
 type Sample struct {
 	T    float64 `json:"t"`    // seconds since the workload started
@@ -249,6 +268,11 @@ func runChild(spec ChildSpec) RunResult {
 		res.Error = fmt.Sprintf("workload %q has no floor variant", spec.Workload)
 		return res
 	}
+	if spec.WarmupMiB < 0 {
+		res.Error = fmt.Sprintf("warmup_mib %d: must not be negative", spec.WarmupMiB)
+		return res
+	}
+	warmUp(spec.WarmupMiB)
 	var opts []gcstep.Option
 	if spec.ExchangeRate != 0 {
 		if !(spec.ExchangeRate > 0) || math.IsInf(spec.ExchangeRate, 0) {

@@ -100,3 +100,16 @@ func TestChildExchangeRate(t *testing.T) {
 		Quick: true, SampleEvery: 10 * time.Millisecond, ExchangeRate: -1})
 	assert.Contains(t, res.Error, "exchange_rate -1")
 }
+
+// A child with a past runs its workload after the warm-up, whose pages
+// its RSS still counts; a negative warm-up is refused.
+func TestChildWarmUp(t *testing.T) {
+	debug.FreeOSMemory()
+	res := runChild(ChildSpec{Workload: "paced", Stepping: "off", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
+		Quick: true, SampleEvery: 10 * time.Millisecond, WarmupMiB: 8})
+	require.Empty(t, res.Error)
+	assert.True(t, res.OK)
+	res = runChild(ChildSpec{Workload: "paced", Stepping: "off", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
+		Quick: true, SampleEvery: 10 * time.Millisecond, WarmupMiB: -1})
+	assert.Contains(t, res.Error, "warmup_mib -1")
+}

@@ -96,6 +96,12 @@ type ChildSpec struct {
 	// policies as gcstep.WithExchangeRate, for a study of what the rate
 	// buys (bench/README.md, "The exchange rate"); 0 keeps the default.
 	ExchangeRate float64 `json:"exchange_rate,omitempty"`
+	// WarmupMiB, if set, makes the child a program with a past: before
+	// the workload (and before its stepper is made) it allocates that
+	// many MiB in 64 KiB buffers, 2 MiB of them live at a time, as a
+	// program that loaded its data or served a burst before its loop
+	// settled would. The pages the heap grew to stay resident.
+	WarmupMiB int `json:"warmup_mib,omitempty"`
 }
 
 // ChildEnv is the environment variable that makes the process a child.
