@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -104,11 +105,19 @@ func TestChildExchangeRate(t *testing.T) {
 // A child with a past runs its workload after the warm-up, whose pages
 // its RSS still counts; a negative warm-up is refused.
 func TestChildWarmUp(t *testing.T) {
-	debug.FreeOSMemory()
+	allocs := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	before := allocs()
 	res := runChild(ChildSpec{Workload: "paced", Stepping: "off", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
 		Quick: true, SampleEvery: 10 * time.Millisecond, WarmupMiB: 8})
 	require.Empty(t, res.Error)
 	assert.True(t, res.OK)
+	// The quick paced stream reads 8 MiB into fresh buffers; the warm-up
+	// allocates 8 more.
+	assert.GreaterOrEqual(t, allocs()-before, uint64(16<<20))
 	res = runChild(ChildSpec{Workload: "paced", Stepping: "off", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
 		Quick: true, SampleEvery: 10 * time.Millisecond, WarmupMiB: -1})
 	assert.Contains(t, res.Error, "warmup_mib -1")
