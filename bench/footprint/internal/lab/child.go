@@ -31,12 +31,8 @@ func warmUp(mib int) {
 		}
 		live = append(live, b)
 	}
-	warmSink = live
-	warmSink = nil
+	runtime.KeepAlive(live)
 }
-
-// warmSink keeps warmUp's buffers from being optimised away.
-var warmSink [][]byte
 
 // A sample is one reading of the process's memory during a run.
 type Sample struct {
