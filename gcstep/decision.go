@@ -10,8 +10,10 @@ import (
 // loop, or at a look of Busy. WithDecisions hands every one to the
 // program, so that it can see why the stepper collected where it did, or
 // why it did not: the prices it weighed and the outcome. Looks with less
-// garbage than the threshold, and releases (Stats.Releases), are not
-// decisions of this kind. See doc/policy.md for the model.
+// garbage than the threshold, and the releases of quiet stretches
+// (Stats.QuietPeriods), are not decisions of this kind; a trim, a release
+// in the middle of activity, is one (OutcomeTrim). See doc/policy.md for
+// the model.
 type Decision struct {
 	At      time.Duration // when the look was taken, since the Runtime was made
 	Busy    bool          // a look of Busy, for a loop with work waiting, not an idle moment
@@ -46,7 +48,8 @@ type Decision struct {
 // An Outcome is what a look at the heap came to.
 type Outcome uint8
 
-// The outcomes of a look, in the order the policy reaches them.
+// The outcomes of a look, in the order the policy reaches them (a trim,
+// added last, comes where a cushion would).
 const (
 	// OutcomeWait: a cycle of the stepper's is the cheaper way, but
 	// holding the garbage has not yet cost its price (Decision.Wait).
@@ -77,6 +80,11 @@ const (
 	// not start one (its sweep of the last cycle took longer than the
 	// step could wait).
 	OutcomeNotStarted
+	// OutcomeTrim: the heap's resident pages reached as far as the
+	// pacer's trigger, the stepper's cycles are the cheaper, and
+	// returning the pages paid: a release was started in the middle of
+	// activity (Stats.Trims).
+	OutcomeTrim
 )
 
 var outcomeNames = [...]string{
@@ -89,10 +97,12 @@ var outcomeNames = [...]string{
 	OutcomeInline:     "inline",
 	OutcomeBackground: "background",
 	OutcomeNotStarted: "not-started",
+	OutcomeTrim:       "trim",
 }
 
 // String returns the outcome's name: "wait", "pacer", "cushion",
-// "budget", "cap", "due", "inline", "background" or "not-started".
+// "budget", "cap", "due", "inline", "background", "not-started" or
+// "trim".
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
 		return outcomeNames[o]

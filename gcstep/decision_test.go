@@ -62,6 +62,7 @@ func TestDecisionsNameTheDecline(t *testing.T) {
 		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(DefaultExchangeRate), rec.option())
 		w.liveAfter = 256 * kib
 		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
+		w.fault = time.Second // faults so dear that no trim pays
 		w.setPacer(100)
 		w.alloc(w.r.goal) // the pacer's cycle: its pile stays as free pages
 		serve(w, rt.Loop(), 2000, 100*time.Microsecond, 16*kib)
@@ -71,6 +72,24 @@ func TestDecisionsNameTheDecline(t *testing.T) {
 		for _, d := range rec.d {
 			if d.Outcome == OutcomeCushion {
 				assert.GreaterOrEqual(t, float64(d.Garbage+d.Cushion), pacerShare*float64(d.Goal-d.Live), "%+v", d)
+			}
+		}
+	})
+	t.Run("trim", func(t *testing.T) {
+		var rec decisionLog
+		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(DefaultExchangeRate), rec.option())
+		w.liveAfter = 256 * kib
+		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
+		w.fault = 10 * time.Microsecond
+		w.setPacer(100)
+		w.alloc(w.r.goal)
+		serve(w, rt.Loop(), 2000, 100*time.Microsecond, 16*kib)
+		s := rt.Stats()
+		require.Positive(t, s.Trims)
+		assert.Equal(t, s.Trims, rec.count(OutcomeTrim))
+		for _, d := range rec.d {
+			if d.Outcome == OutcomeTrim {
+				assert.Less(t, d.Ours, d.Pacer, "a trim where the pacer is the cheaper: %+v", d)
 			}
 		}
 	})

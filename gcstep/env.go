@@ -54,6 +54,9 @@ type env struct {
 	// setGCPercent is debug.SetGCPercent, used to repair GOGC.
 	setGCPercent func(int) int
 	release      func() // return memory to the OS (see releaseMemory)
+	// trim returns memory to the OS in the middle of activity: one
+	// cycle, then the free pages (see Runtime.trimPays).
+	trim func()
 	// faultProbe measures what faulting a page back in costs after it
 	// was returned to the OS (see probeFault).
 	faultProbe func() time.Duration
@@ -85,6 +88,7 @@ func realEnv() env {
 		gcCPU:        newCPUReader().read,
 		setGCPercent: debug.SetGCPercent,
 		release:      releaseMemory,
+		trim:         debug.FreeOSMemory,
 		faultProbe:   probeFault,
 		spawn:        func(f func()) { go f() },
 		procs:        func() int { return runtime.GOMAXPROCS(0) },

@@ -24,6 +24,7 @@ type world struct {
 
 	gcCPU                   time.Duration // the collector's CPU time so far
 	gcs, starts, releases   int
+	trims                   int
 	gogc                    int
 	spawned                 []func() // goroutines the Runtime started, not yet run
 	releaseCost, spawnCount int
@@ -163,6 +164,13 @@ func (w *world) env() env {
 			} else {
 				w.r.released += 3 << 20
 			}
+			w.r.free = 0
+		},
+		trim: func() {
+			w.trims++
+			w.t += time.Duration(w.releaseCost)
+			w.collected()
+			w.r.released += w.r.free
 			w.r.free = 0
 		},
 		faultProbe: func() time.Duration { return w.fault },

@@ -61,6 +61,7 @@ func TestRuntimeIdleRunsNoCycle(t *testing.T) {
 	defer rt.Close()
 	garbage(2 << 20)
 	rt.Step(time.Hour) // collect what the test binary left behind
+	rt.wg.Wait()       // and return it, if that step started a trim
 	before := rt.Stats()
 	n := 1_000_000
 	if testing.Short() {

@@ -26,6 +26,7 @@ func serve(w *world, l *Loop, n int, gap time.Duration, alloc uint64) {
 			l.Step(ms)
 			l.Stepped(w.t-start, w.t-start > gap)
 		}
+		w.run() // a trim's release, on its goroutine
 	}
 }
 

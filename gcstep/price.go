@@ -184,6 +184,7 @@ const (
 	none       action = iota // nothing: not due, or the pacer's cycle is cheaper
 	inline                   // a whole cycle in the step
 	background               // a cycle started for the runtime to run concurrently
+	trim                     // a release in the middle of activity (see trimPays)
 )
 
 // A plan is the decision at one idle moment.
@@ -298,17 +299,6 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 		if r <= 0 || float64(garbage) >= runway {
 			return plan{why: &rt.stats.DeclinedPacer, wait: recheck, cost: best.cost}
 		}
-		// Garbage that fits in pages the heap holds already costs no
-		// footprint: the process keeps them either way. Where they
-		// reach as far as the pacer's trigger (its pile is resident:
-		// it collected before, or the program freed as much), the
-		// pacer's cycle comes before the heap needs a page more, and
-		// a cycle of ours would lower nothing. The pile the pages
-		// hold is the one to beat: once the live heap grows, or the
-		// scavenger or a release returns pages, ours run again.
-		if float64(garbage+rt.cushion(garbage)) >= runway {
-			return plan{why: &rt.stats.DeclinedCushion, wait: recheck, cost: best.cost}
-		}
 		pacer := perSecond(rt.p.bgCPU.of(live).Seconds(), r, runway, m, x)
 		g := eoq(best.cost, r, m, x)
 		ours := perSecond(best.cost, r, g, m, x)
@@ -316,6 +306,30 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 			return plan{why: &rt.stats.DeclinedPacer, wait: recheck, cost: best.cost, ours: ours, pacer: pacer}
 		}
 		best.ours, best.pacer = ours, pacer
+		// Garbage that fits in pages the heap holds already costs no
+		// footprint: the process keeps them either way. Where they
+		// reach as far as the pacer's trigger (its pile is resident:
+		// it collected before, or the program freed as much), the
+		// pacer's cycle comes before the heap needs a page more, and
+		// a cycle of ours would lower nothing. The pile the pages
+		// hold is the one to beat: once the live heap grows, or the
+		// scavenger or a release returns pages, ours run again; a
+		// trim returns them now, where that pays.
+		if float64(garbage+rt.cushion(garbage)) >= runway {
+			if rt.trim.at > 0 && !rt.trim.back {
+				rt.trim.held.add(max(now-rt.trim.at, 1)) // the pile came back
+				rt.trim.back = true
+			}
+			if rt.p.recent <= 0 {
+				rt.trim.stuck = 0 // a lull: the quiet stretch's release is for it
+			} else if rt.trim.stuck == 0 {
+				rt.trim.stuck = now
+			}
+			if rt.trim.stuck > 0 && !rt.releasing && rt.trimPays(now, garbage, g) {
+				return plan{act: trim, cost: best.cost, charge: rt.releaseEstimate(now), ours: ours, pacer: pacer}
+			}
+			return plan{why: &rt.stats.DeclinedCushion, wait: recheck, cost: best.cost, ours: ours, pacer: pacer}
+		}
 	}
 	return best
 }
@@ -445,6 +459,34 @@ func (rt *Runtime) releasePays(now time.Duration) bool {
 	}
 	quiet := rt.expectedQuiet(now)
 	value := rt.cfg.exchange * freed / float64(rt.footprint()) * quiet.Seconds()
+	cost := rt.releaseEstimate(now) + time.Duration(freed/pageSize)*rt.faultPrice()
+	return value > cost.Seconds()
+}
+
+// trimPays reports whether returning the heap's free memory to the
+// operating system in the middle of activity is worth its price, at a
+// look where the pages held reach as far as the pacer's trigger and the
+// stepper's cycles, clearing the garbage at g bytes, are the cheaper
+// (doc/policy.md, "A trim"). A trim collects once and returns what is
+// free; the stepper's cycles then keep the heap g above the live heap.
+// It frees the pages beyond that pile for as long as the footprint stays
+// down: as long as the trims before held before the pacer's pile came
+// back, or, before one came back, as long again as the program has gone
+// on allocating with the pile resident (a lull is left to the release of
+// the quiet stretch: a trim at the start of the burst after it would
+// fault the pages back at once). It costs a release and the faults that
+// bring the pages back, priced for all of them: for g at least, and for
+// the whole pile if the pacer's comes back. rt.mu must be held.
+func (rt *Runtime) trimPays(now time.Duration, garbage uint64, g float64) bool {
+	freed := float64(rt.cushion(garbage) + garbage)
+	if g <= 0 || freed-g < max(g, float64(rt.cfg.minGarbage)) {
+		return false // not a pile more than the stepper's own
+	}
+	held := rt.trim.held.get()
+	if held <= 0 {
+		held = now - rt.trim.stuck
+	}
+	value := rt.cfg.exchange * (freed - g) / float64(rt.footprint()) * held.Seconds()
 	cost := rt.releaseEstimate(now) + time.Duration(freed/pageSize)*rt.faultPrice()
 	return value > cost.Seconds()
 }

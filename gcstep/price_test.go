@@ -82,8 +82,9 @@ func TestOnePChargesTheCollectorsCPU(t *testing.T) {
 
 // Once the pacer's pile is resident, garbage fills pages the process
 // keeps either way, and the pacer's trigger comes before the heap needs a
-// page more: a cycle of ours would lower nothing, so the pacer runs them
-// all. Ours run again once the pages are gone (the scavenger, a release)
+// page more: a cycle of ours would lower nothing, so where returning the
+// pages does not pay (TestResidentPileTrimmed) the pacer runs them all.
+// Ours run again once the pages are gone (the scavenger, a release)
 // or the pacer's pile grows past what they hold.
 func TestResidentPacerPileLeftToThePacer(t *testing.T) {
 	const gap, alloc = 100 * time.Microsecond, 16 * kib
@@ -91,6 +92,7 @@ func TestResidentPacerPileLeftToThePacer(t *testing.T) {
 		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(DefaultExchangeRate))
 		w.liveAfter = 256 * kib
 		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
+		w.fault = time.Second // faults so dear that no trim pays
 		w.setPacer(100)
 		w.alloc(w.r.goal) // the pacer's cycle: its pile stays as free pages
 		require.Equal(t, 1, w.pacerCycles)
@@ -117,6 +119,79 @@ func TestResidentPacerPileLeftToThePacer(t *testing.T) {
 		before := w.gcs + w.starts
 		serve(w, l, 2000, gap, alloc)
 		assert.Greater(t, w.gcs+w.starts, before, "cycles of ours with a runway past the resident pages: %+v", rt.Stats())
+	})
+}
+
+// Where the pacer's pile is resident and the stepper's cycles are the
+// cheaper, returning the pages pays once the footprint they would be
+// held at has been held about as long as the release and its faults
+// cost: a trim, after which the stepper's cycles keep the heap at their
+// own pile and the pacer collects no more. Where the pacer's pile comes
+// back soon after a trim, the next does not pay: how long the trims held
+// is learned.
+func TestResidentPileTrimmed(t *testing.T) {
+	const gap, alloc = 100 * time.Microsecond, 16 * kib
+	resident := func(t *testing.T) (*world, *Runtime, *Loop) {
+		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(DefaultExchangeRate))
+		w.liveAfter = 256 * kib
+		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
+		w.fault = 10 * time.Microsecond // this VM's
+		w.releaseCost = int(ms)
+		w.pages = true // the faults that bring pages back take time
+		w.setPacer(100)
+		w.alloc(w.r.goal) // the pacer's cycle: its pile stays as free pages
+		return w, rt, rt.Loop()
+	}
+	t.Run("once", func(t *testing.T) {
+		w, rt, l := resident(t)
+		serve(w, l, 4000, gap, alloc)
+		s := rt.Stats()
+		require.Equal(t, uint64(1), s.Trims, "%+v", s)
+		assert.Positive(t, w.gcs+w.starts, "cycles of ours after the trim")
+		pacer, peak := w.pacerCycles, uint64(0)
+		for range 20 {
+			serve(w, l, 100, gap, alloc)
+			peak = max(peak, w.r.objects+w.r.free)
+		}
+		assert.Equal(t, pacer, w.pacerCycles, "the pacer's cycles after the trim")
+		assert.Equal(t, uint64(1), rt.Stats().Trims)
+		runway := uint64(pacerShare * float64(w.r.goal-w.r.live))
+		assert.Less(t, peak, w.r.live+runway/2, "the heap's pages after the trim")
+		// The trim came once holding the pages had cost about what
+		// the release and its faults do: 3.7 MiB of them at 10 µs.
+		assert.Greater(t, s.ReleaseTime, time.Duration(0))
+	})
+	t.Run("pile comes back soon", func(t *testing.T) {
+		w, rt, l := resident(t)
+		// Pages come back at no time of the clock's here: the pile is
+		// back a look after each trim.
+		w.pages = false
+		for range 10 {
+			trims := rt.Stats().Trims
+			for i := 0; i < 1000 && rt.Stats().Trims == trims; i++ {
+				serve(w, l, 1, gap, alloc)
+			}
+			w.alloc(w.r.goal) // the program piles up to the pacer's goal again
+		}
+		s := rt.Stats()
+		assert.Equal(t, uint64(1), s.Trims, "trims that held a look: %+v", s)
+		assert.Positive(t, s.DeclinedCushion)
+	})
+	t.Run("pile comes back late", func(t *testing.T) {
+		w, rt, l := resident(t)
+		for range 10 {
+			serve(w, l, 500, gap, alloc)
+			w.alloc(w.r.goal) // 55 ms later
+		}
+		// 3.7 MiB held 45 ms less is worth 55 ms of CPU at the default
+		// rate, and the release and its faults cost about 10.
+		assert.Equal(t, uint64(10), rt.Stats().Trims)
+	})
+	t.Run("dear faults", func(t *testing.T) {
+		w, rt, l := resident(t)
+		w.fault = time.Second
+		serve(w, l, 4000, gap, alloc)
+		assert.Zero(t, rt.Stats().Trims)
 	})
 }
 

@@ -78,18 +78,30 @@ func (rt *Runtime) emptyGap(budget, now time.Duration) (more bool) {
 		return true
 	}
 	rt.clean()
+	rt.stats.QuietPeriods++
+	rt.startRelease(need, rt.quietSince(), false)
+	return false
+}
+
+// startRelease starts a release on a goroutine of its own, charged need
+// in advance: after a quiet stretch that began at since, or with trim in
+// the middle of activity (see trimPays), which collects once where a
+// quiet stretch's release collects twice. rt.mu must be held.
+func (rt *Runtime) startRelease(need, since time.Duration, trim bool) {
 	rt.armed.Store(false)
 	rt.releasedAllocs = rt.r.allocs
 	rt.releasing = true
-	rt.stats.QuietPeriods++
-	since := rt.quietSince()
 	before := rt.r.released
 	rt.charge(need)
 	rt.wg.Add(1)
 	rt.env.spawn(func() {
 		defer rt.wg.Done()
 		start := rt.env.now()
-		rt.env.release()
+		if trim {
+			rt.env.trim()
+		} else {
+			rt.env.release()
+		}
 		end := rt.env.now()
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
@@ -103,12 +115,16 @@ func (rt *Runtime) emptyGap(budget, now time.Duration) (more bool) {
 		rt.armed.Store(rt.r.allocs-rt.releasedAllocs >= rt.cfg.minGarbage)
 		rt.stats.Releases++
 		rt.stats.ReleaseTime += end - start
-		rt.stats.LastReleaseAfterQuiet = end - since
+		if trim {
+			rt.stats.Trims++
+			rt.trim.at, rt.trim.back = end, false
+		} else {
+			rt.stats.LastReleaseAfterQuiet = end - since
+		}
 		if rt.r.released > before {
 			rt.stats.ReleasedBytes += rt.r.released - before
 		}
 	})
-	return false
 }
 
 // expectedQuiet is how much longer the quiet stretch that began at the

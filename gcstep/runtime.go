@@ -33,6 +33,11 @@ import (
 //     goroutine of its own, if the memory freed for the rest of the
 //     stretch is worth the release and the page faults that bring it
 //     back (measured on this machine).
+//   - Where the pages the heap holds already take the garbage as far as
+//     the pacer's trigger (left by the pacer's cycle, or by what the
+//     program did before its loop) and its own cycles are the cheaper,
+//     it returns them in the middle of activity, a trim, once holding
+//     them has cost what the release and its page faults do.
 //   - All of it draws on a CPU cap earned from idle time (WithCPUCap).
 //   - Only allocation re-arms it: a program that allocates nothing gets
 //     no cycle however often it steps.
@@ -85,6 +90,17 @@ type Runtime struct {
 	releasedAllocs uint64        // allocs at the last release to the OS
 	releasing      bool          // a release runs on its goroutine
 	armAllocs      uint64        // allocs at maybeArmed's last reading
+	// trim.at is when the last trim ended (0: none yet), and back says
+	// the pacer's pile was found resident again since; held is how long
+	// the trims held the footprint down before it was, and stuck since
+	// when the looks have found the pile resident with the program
+	// allocating (0: the last did not). See trimPays.
+	trim struct {
+		at    time.Duration
+		back  bool
+		held  ewma
+		stuck time.Duration
+	}
 
 	stats Stats
 
@@ -153,8 +169,16 @@ type Stats struct {
 	// DeclinedRelease counts quiet stretches in which returning memory
 	// to the operating system was priced dearer than keeping it.
 	DeclinedRelease uint64
-	StepTime        time.Duration // wall time spent inside Step
-	CycleTime       time.Duration // of which in inline cycles
+	// Trims counts releases made in the middle of activity: the heap
+	// held free pages as far as the pacer's trigger (left by the
+	// pacer's cycle, or by what the program did before), where the
+	// stepper's own cycles, cheaper than the pacer's, would keep it
+	// lower, and returning them paid (doc/policy.md, "A trim"). They
+	// are counted in Releases too.
+	Trims uint64
+
+	StepTime  time.Duration // wall time spent inside Step
+	CycleTime time.Duration // of which in inline cycles
 
 	// Overruns counts steps that took longer than their budget (an
 	// inline cycle dearer than estimated: a mark phase cannot be cut
@@ -342,7 +366,7 @@ const backgroundTimeout = time.Second
 // work waiting (see busy), which has no budget and may only start a
 // cycle. rt.mu must be held.
 func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more bool) {
-	if rt.bg.pending {
+	if rt.bg.pending || rt.releasing {
 		return false // a cycle is running
 	}
 	garbage := rt.r.allocs - rt.baseAllocs
@@ -355,6 +379,9 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 		return false
 	}
 	p := rt.decide(l, budget, now, busy)
+	if p.why != &rt.stats.DeclinedCushion {
+		rt.trim.stuck = 0
+	}
 	if p.act == none || p.wait > 0 {
 		if p.act == none && budget > 0 {
 			*p.why++
@@ -389,6 +416,10 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 	}
 	ran := true
 	switch {
+	case p.act == trim:
+		rt.decided(now, budget, busy, garbage, p, OutcomeTrim)
+		rt.startRelease(need, 0, true)
+		return false
 	case p.act == inline:
 		// Reported first: the cycle reads the heap again.
 		rt.decided(now, budget, busy, garbage, p, OutcomeInline)

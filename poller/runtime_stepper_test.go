@@ -77,8 +77,21 @@ func TestLoopRuntimeStepperBoundsAPacedStream(t *testing.T) {
 	rt := gcstep.NewRuntime()
 	defer rt.Close()
 	l := newLoop(t, poller.WithGVL(lock), poller.WithStepper(rt))
+	const total = 64 << 20
+	got, peak := pacedStream(t, l, total)
+	s := rt.Stats()
+	t.Logf("%d MiB read; heap objects peaked at %.1f MiB; stepper: %d inline, %d background cycles", got>>20, float64(peak)/(1<<20), s.CyclesInline, s.CyclesBackground)
+	require.EqualValues(t, total, got, "bytes read")
+	assert.Less(t, peak, uint64(total/4), "heap objects at their peak, of %d MiB of garbage", total>>20)
+}
+
+// pacedStream runs l on a stream paced by its producer (16 KiB chunks, a
+// 100 µs pause after every 64 KiB) of total bytes, each chunk read into a
+// fresh buffer, and returns the bytes read and the heap objects' peak.
+func pacedStream(t *testing.T, l *poller.Loop, total int) (got, peak uint64) {
+	t.Helper()
 	p := newPipe(t)
-	const total, chunk = 64 << 20, 16 << 10
+	const chunk = 16 << 10
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -99,7 +112,6 @@ func TestLoopRuntimeStepperBoundsAPacedStream(t *testing.T) {
 		}
 	}()
 	objects := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var got, peak uint64
 	require.NoError(t, l.Add(p.r, poller.Read, func(fd int, _ poller.Events) {
 		buf := make([]byte, chunk)
 		n, _ := unix.Read(fd, buf)
@@ -111,13 +123,45 @@ func TestLoopRuntimeStepperBoundsAPacedStream(t *testing.T) {
 		peak = max(peak, objects[0].Value.Uint64())
 	}))
 	deadline := time.Now().Add(30 * time.Second)
-	for got < total && time.Now().Before(deadline) {
+	for got < uint64(total) && time.Now().Before(deadline) {
 		_, err := l.RunOnce(time.Second)
 		require.NoError(t, err)
 	}
 	<-done
+	require.NoError(t, l.Remove(p.r))
+	return got, peak
+}
+
+// TestLoopRuntimeStepperTrimsAResidentPile: a program with a past (16 MiB
+// allocated before its loop, 2 MiB live at a time, at GOGC=100) holds the
+// heap pages the pacer's cycles left, as far as its trigger, and the
+// stepper's cycles would lower nothing while they stay. On a paced stream
+// the stepper returns them in the middle of activity (a trim) and its
+// own cycles then keep the heap low. It fails if the resident pile stops
+// the stepper for the rest of the stream again.
+func TestLoopRuntimeStepperTrimsAResidentPile(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	debug.FreeOSMemory()
+	var live [][]byte
+	for i := range 16 * 16 {
+		b := make([]byte, 64<<10)
+		b[0] = byte(i)
+		if len(live) == 32 {
+			live = live[1:]
+		}
+		live = append(live, b)
+	}
+	live = nil
+	lock := gvl.New()
+	lock.Acquire()
+	defer lock.Release()
+	rt := gcstep.NewRuntime()
+	defer rt.Close()
+	l := newLoop(t, poller.WithGVL(lock), poller.WithStepper(rt))
+	got, _ := pacedStream(t, l, 32<<20)
 	s := rt.Stats()
-	t.Logf("%d MiB read; heap objects peaked at %.1f MiB; stepper: %d inline, %d background cycles", got>>20, float64(peak)/(1<<20), s.CyclesInline, s.CyclesBackground)
-	require.EqualValues(t, total, got, "bytes read")
-	assert.Less(t, peak, uint64(total/4), "heap objects at their peak, of %d MiB of garbage", total>>20)
+	t.Logf("%d MiB read; stepper: %d trims, %d inline and %d background cycles, %d looks declined for the resident pile, %.1f MiB returned",
+		got>>20, s.Trims, s.CyclesInline, s.CyclesBackground, s.DeclinedCushion, float64(s.ReleasedBytes)/(1<<20))
+	assert.Positive(t, s.Trims, "trims")
+	assert.Positive(t, s.CyclesInline+s.CyclesBackground, "cycles of the stepper's")
 }
