@@ -19,13 +19,17 @@ import (
 	"github.com/idlemux/idlemux/internal/rss"
 )
 
-// warmUp allocates mib MiB in 64 KiB buffers, keeping the last 32 live
-// (ChildSpec.WarmupMiB), and drops them all.
+// warmUp allocates mib MiB in 64 KiB buffers and writes to every page
+// of each, keeping the last 32 live (ChildSpec.WarmupMiB), and drops
+// them all. Written: fresh pages from the OS are not zeroed by the
+// runtime, so a buffer touched at one byte would be resident at one page.
 func warmUp(mib int) {
 	var live [][]byte
 	for i := range mib * 16 {
 		b := make([]byte, 64<<10)
-		b[0] = byte(i)
+		for j := 0; j < len(b); j += 4096 {
+			b[j] = byte(i) // every page touched, as data loaded is
+		}
 		if len(live) == 32 {
 			live = live[1:]
 		}

@@ -94,13 +94,14 @@ type ChildSpec struct {
 	Decisions string `json:"decisions,omitempty"`
 	// ExchangeRate, if set, is passed to the runtime and default
 	// policies as gcstep.WithExchangeRate, for a study of what the rate
-	// buys (bench/README.md, "The exchange rate"); 0 keeps the default.
+	// buys (bench/README.md, "The exchange rate on the paced stream");
+	// 0 keeps the default.
 	ExchangeRate float64 `json:"exchange_rate,omitempty"`
 	// WarmupMiB, if set, makes the child a program with a past: before
 	// the workload (and before its stepper is made) it allocates that
-	// many MiB in 64 KiB buffers, 2 MiB of them live at a time, as a
-	// program that loaded its data or served a burst before its loop
-	// settled would. The pages the heap grew to stay resident.
+	// many MiB in 64 KiB buffers it writes, 2 MiB of them live at a
+	// time, as a program that loaded its data or served a burst before
+	// its loop settled would. The pages the heap grew to stay resident.
 	WarmupMiB int `json:"warmup_mib,omitempty"`
 }
 
