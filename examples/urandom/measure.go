@@ -65,6 +65,9 @@ func measure(j job, progress io.Writer, label string) (result, error) {
 		return result{}, cerr
 	}
 	gc0 := readGCCounts()
+	// The peak: VmHWM reads a few hundred KiB low after the RSS falls
+	// (internal/rss.Peak), so the RSS is sampled too, every 10 ms.
+	watch := rss.Watch(10 * time.Millisecond)
 	start := time.Now()
 	written := startWriter(p.w, j.length)
 	ls, rerr := read(p, j.chunk, d)
@@ -73,7 +76,7 @@ func measure(j job, progress io.Writer, label string) (result, error) {
 	wall := time.Since(start)
 	gc := readGCCounts().sub(gc0)
 	cpu, cerr := cpuTime()
-	peak, perr := rss.Peak()
+	peak, perr := watch()
 
 	// The first failure is the cause: after a read error the writer's
 	// EPIPE is only its echo.
