@@ -62,7 +62,6 @@ func TestDecisionsNameTheDecline(t *testing.T) {
 		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(DefaultExchangeRate), rec.option())
 		w.liveAfter = 256 * kib
 		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
-		w.fault = time.Second // faults so dear that no trim pays
 		w.setPacer(100)
 		w.alloc(w.r.goal) // the pacer's cycle: its pile stays as free pages
 		serve(w, rt.Loop(), 2000, 100*time.Microsecond, 16*kib)
@@ -77,7 +76,7 @@ func TestDecisionsNameTheDecline(t *testing.T) {
 	})
 	t.Run("trim", func(t *testing.T) {
 		var rec decisionLog
-		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(DefaultExchangeRate), rec.option())
+		w, rt := newTest(t, WithCPUCap(1), WithExchangeRate(DefaultExchangeRate), rec.option())
 		w.liveAfter = 256 * kib
 		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
 		w.fault = 10 * time.Microsecond

@@ -131,7 +131,9 @@ func WithBackground(on bool) Option {
 // LoopObserver) it is how long the program must allocate nothing.
 // Default DefaultReleaseDelay (20 ms): the gap is empty well within
 // 300 ms of the last request, while a pause between requests of a burst
-// is much shorter. Zero disables the release. It panics if d is negative.
+// is much shorter. Zero disables the release, and the trims in the middle
+// of activity with it (Stats.Trims): the Runtime then returns no memory to
+// the operating system at all. It panics if d is negative.
 func WithReleaseDelay(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {

@@ -476,8 +476,12 @@ func (rt *Runtime) releasePays(now time.Duration) bool {
 // the quiet stretch: a trim at the start of the burst after it would
 // fault the pages back at once). It costs a release and the faults that
 // bring the pages back, priced for all of them: for g at least, and for
-// the whole pile if the pacer's comes back. rt.mu must be held.
+// the whole pile if the pacer's comes back. Never with releases off
+// (WithReleaseDelay(0)). rt.mu must be held.
 func (rt *Runtime) trimPays(now time.Duration, garbage uint64, g float64) bool {
+	if rt.cfg.releaseDelay == 0 {
+		return false // releases are off (WithReleaseDelay)
+	}
 	freed := float64(rt.cushion(garbage) + garbage)
 	if g <= 0 || freed-g < max(g, float64(rt.cfg.minGarbage)) {
 		return false // not a pile more than the stepper's own

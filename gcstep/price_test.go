@@ -82,8 +82,9 @@ func TestOnePChargesTheCollectorsCPU(t *testing.T) {
 
 // Once the pacer's pile is resident, garbage fills pages the process
 // keeps either way, and the pacer's trigger comes before the heap needs a
-// page more: a cycle of ours would lower nothing, so where returning the
-// pages does not pay (TestResidentPileTrimmed) the pacer runs them all.
+// page more: a cycle of ours would lower nothing, so where the pages are
+// not returned (releases off here; TestResidentPileTrimmed for a trim)
+// the pacer runs them all.
 // Ours run again once the pages are gone (the scavenger, a release)
 // or the pacer's pile grows past what they hold.
 func TestResidentPacerPileLeftToThePacer(t *testing.T) {
@@ -92,7 +93,6 @@ func TestResidentPacerPileLeftToThePacer(t *testing.T) {
 		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(DefaultExchangeRate))
 		w.liveAfter = 256 * kib
 		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
-		w.fault = time.Second // faults so dear that no trim pays
 		w.setPacer(100)
 		w.alloc(w.r.goal) // the pacer's cycle: its pile stays as free pages
 		require.Equal(t, 1, w.pacerCycles)
@@ -131,8 +131,8 @@ func TestResidentPacerPileLeftToThePacer(t *testing.T) {
 // is learned.
 func TestResidentPileTrimmed(t *testing.T) {
 	const gap, alloc = 100 * time.Microsecond, 16 * kib
-	resident := func(t *testing.T) (*world, *Runtime, *Loop) {
-		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(DefaultExchangeRate))
+	resident := func(t *testing.T, opts ...Option) (*world, *Runtime, *Loop) {
+		w, rt := newTest(t, append([]Option{WithCPUCap(1), WithExchangeRate(DefaultExchangeRate)}, opts...)...)
 		w.liveAfter = 256 * kib
 		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
 		w.fault = 10 * time.Microsecond // this VM's
@@ -192,6 +192,13 @@ func TestResidentPileTrimmed(t *testing.T) {
 		w.fault = time.Second
 		serve(w, l, 4000, gap, alloc)
 		assert.Zero(t, rt.Stats().Trims)
+	})
+	t.Run("releases off", func(t *testing.T) {
+		w, rt, l := resident(t, WithReleaseDelay(0))
+		serve(w, l, 4000, gap, alloc)
+		s := rt.Stats()
+		assert.Zero(t, s.Trims+s.Releases)
+		assert.Positive(t, s.DeclinedCushion)
 	})
 }
 
