@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idlemux/idlemux/bench/footprint/internal/lab"
+	"github.com/idlemux/idlemux/gcstep"
 )
 
 // TestQuickFrontier runs a tiny frontier, one workload at two GOGC points
@@ -139,4 +140,15 @@ func TestNewFrontierConfig(t *testing.T) {
 		_, err := newFrontierConfig("d", false, 1, bad[0], bad[1], bad[2], time.Millisecond, "")
 		assert.Error(t, err, "%q", bad)
 	}
+}
+
+// A run's stepper counts reach its frontier row: cycles, and trims.
+func TestFrontierRunOfCountsTheStepper(t *testing.T) {
+	r := lab.RunResult{Workload: "paced", OK: true, Wall: 1, Blocked: 0.5,
+		Stepper: &gcstep.Stats{CyclesInline: 2, CyclesBackground: 3, Trims: 1}}
+	fr := frontierRunOf(r, condition{Name: "both"}, point{Kind: kindStepper, GOGC: "100"}, 0)
+	assert.EqualValues(t, 5, fr.Stepped)
+	assert.EqualValues(t, 1, fr.Trims)
+	assert.InDelta(t, 0.5, fr.IdleShare, 1e-9)
+	assert.Zero(t, frontierRunOf(lab.RunResult{Workload: "paced"}, condition{Name: "both"}, point{Kind: kindPacer, GOGC: "100"}, 0).Trims)
 }
