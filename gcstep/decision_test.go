@@ -59,11 +59,7 @@ func TestDecisionsSayWhatAndWhy(t *testing.T) {
 func TestDecisionsNameTheDecline(t *testing.T) {
 	t.Run("cushion", func(t *testing.T) {
 		var rec decisionLog
-		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(DefaultExchangeRate), rec.option())
-		w.liveAfter = 256 * kib
-		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
-		w.setPacer(100)
-		w.alloc(w.r.goal) // the pacer's cycle: its pile stays as free pages
+		w, rt := residentPile(t, WithReleaseDelay(0), rec.option())
 		serve(w, rt.Loop(), 2000, 100*time.Microsecond, 16*kib)
 		s := rt.Stats()
 		require.Positive(t, s.DeclinedCushion)
@@ -76,12 +72,8 @@ func TestDecisionsNameTheDecline(t *testing.T) {
 	})
 	t.Run("trim", func(t *testing.T) {
 		var rec decisionLog
-		w, rt := newTest(t, WithCPUCap(1), WithExchangeRate(DefaultExchangeRate), rec.option())
-		w.liveAfter = 256 * kib
-		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
+		w, rt := residentPile(t, rec.option())
 		w.fault = 10 * time.Microsecond
-		w.setPacer(100)
-		w.alloc(w.r.goal)
 		serve(w, rt.Loop(), 2000, 100*time.Microsecond, 16*kib)
 		s := rt.Stats()
 		require.Positive(t, s.Trims)

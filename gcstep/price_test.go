@@ -80,6 +80,20 @@ func TestOnePChargesTheCollectorsCPU(t *testing.T) {
 	}
 }
 
+// residentPile is a world with a pacer at GOGC=100 whose first cycle has
+// run, leaving its pile as free pages, and a Runtime over it made with
+// opts: 256 KiB live, started cycles of 300 µs.
+func residentPile(t *testing.T, opts ...Option) (*world, *Runtime) {
+	t.Helper()
+	w, rt := newTest(t, append([]Option{WithCPUCap(1), WithExchangeRate(DefaultExchangeRate)}, opts...)...)
+	w.liveAfter = 256 * kib
+	w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
+	w.setPacer(100)
+	w.alloc(w.r.goal) // the pacer's cycle: its pile stays as free pages
+	require.Equal(t, 1, w.pacerCycles)
+	return w, rt
+}
+
 // Once the pacer's pile is resident, garbage fills pages the process
 // keeps either way, and the pacer's trigger comes before the heap needs a
 // page more: a cycle of ours would lower nothing, so where the pages are
@@ -90,12 +104,7 @@ func TestOnePChargesTheCollectorsCPU(t *testing.T) {
 func TestResidentPacerPileLeftToThePacer(t *testing.T) {
 	const gap, alloc = 100 * time.Microsecond, 16 * kib
 	resident := func(t *testing.T) (*world, *Runtime, *Loop) {
-		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(DefaultExchangeRate))
-		w.liveAfter = 256 * kib
-		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
-		w.setPacer(100)
-		w.alloc(w.r.goal) // the pacer's cycle: its pile stays as free pages
-		require.Equal(t, 1, w.pacerCycles)
+		w, rt := residentPile(t, WithReleaseDelay(0))
 		l := rt.Loop()
 		serve(w, l, 2000, gap, alloc)
 		assert.Zero(t, w.gcs+w.starts, "cycles of ours over the pacer's resident pile")
@@ -132,14 +141,10 @@ func TestResidentPacerPileLeftToThePacer(t *testing.T) {
 func TestResidentPileTrimmed(t *testing.T) {
 	const gap, alloc = 100 * time.Microsecond, 16 * kib
 	resident := func(t *testing.T, opts ...Option) (*world, *Runtime, *Loop) {
-		w, rt := newTest(t, append([]Option{WithCPUCap(1), WithExchangeRate(DefaultExchangeRate)}, opts...)...)
-		w.liveAfter = 256 * kib
-		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
+		w, rt := residentPile(t, opts...)
 		w.fault = 10 * time.Microsecond // this VM's
 		w.releaseCost = int(ms)
 		w.pages = true // the faults that bring pages back take time
-		w.setPacer(100)
-		w.alloc(w.r.goal) // the pacer's cycle: its pile stays as free pages
 		return w, rt, rt.Loop()
 	}
 	t.Run("once", func(t *testing.T) {

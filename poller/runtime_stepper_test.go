@@ -71,18 +71,30 @@ func TestLoopRuntimeStepperCollects(t *testing.T) {
 func TestLoopRuntimeStepperBoundsAPacedStream(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	runtime.GC()
-	lock := gvl.New()
-	lock.Acquire()
-	defer lock.Release()
-	rt := gcstep.NewRuntime()
-	defer rt.Close()
-	l := newLoop(t, poller.WithGVL(lock), poller.WithStepper(rt))
+	rt, l, done := runtimeLoop(t)
+	defer done()
 	const total = 64 << 20
 	got, peak := pacedStream(t, l, total)
 	s := rt.Stats()
 	t.Logf("%d MiB read; heap objects peaked at %.1f MiB; stepper: %d inline, %d background cycles", got>>20, float64(peak)/(1<<20), s.CyclesInline, s.CyclesBackground)
 	require.EqualValues(t, total, got, "bytes read")
 	assert.Less(t, peak, uint64(total/4), "heap objects at their peak, of %d MiB of garbage", total>>20)
+}
+
+// runtimeLoop makes a Loop holding a gvl.Lock, with gcstep.NewRuntime()
+// and no options as its stepper. done closes the Runtime and releases
+// the lock; the caller defers it, so that it runs before the caller's
+// other deferred calls (a GOGC put back, for one) do.
+func runtimeLoop(t *testing.T) (rt *gcstep.Runtime, l *poller.Loop, done func()) {
+	t.Helper()
+	lock := gvl.New()
+	lock.Acquire()
+	rt = gcstep.NewRuntime()
+	l = newLoop(t, poller.WithGVL(lock), poller.WithStepper(rt))
+	return rt, l, func() {
+		rt.Close()
+		lock.Release()
+	}
 }
 
 // pacedStream runs l on a stream paced by its producer (16 KiB chunks, a
@@ -152,12 +164,8 @@ func TestLoopRuntimeStepperTrimsAResidentPile(t *testing.T) {
 		live = append(live, b)
 	}
 	live = nil
-	lock := gvl.New()
-	lock.Acquire()
-	defer lock.Release()
-	rt := gcstep.NewRuntime()
-	defer rt.Close()
-	l := newLoop(t, poller.WithGVL(lock), poller.WithStepper(rt))
+	rt, l, done := runtimeLoop(t)
+	defer done()
 	got, _ := pacedStream(t, l, 32<<20)
 	s := rt.Stats()
 	t.Logf("%d MiB read; stepper: %d trims, %d inline and %d background cycles, %d looks declined for the resident pile, %.1f MiB returned",
