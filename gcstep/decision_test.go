@@ -57,33 +57,39 @@ func TestDecisionsSayWhatAndWhy(t *testing.T) {
 
 // Declines name their reason, one for one with the counters.
 func TestDecisionsNameTheDecline(t *testing.T) {
-	t.Run("cushion", func(t *testing.T) {
-		var rec decisionLog
-		w, rt := residentPile(t, WithReleaseDelay(0), rec.option())
-		serve(w, rt.Loop(), 2000, 100*time.Microsecond, 16*kib)
-		s := rt.Stats()
-		require.Positive(t, s.DeclinedCushion)
-		assert.Equal(t, s.DeclinedCushion, rec.count(OutcomeCushion))
-		for _, d := range rec.d {
-			if d.Outcome == OutcomeCushion {
+	// Over the pacer's resident pile: a decline for the cushion with
+	// releases off; a trim with them on and faults at this VM's price.
+	for _, c := range []struct {
+		name    string
+		opts    []Option
+		outcome Outcome
+		count   func(Stats) uint64
+		check   func(t *testing.T, d Decision)
+	}{
+		{"cushion", []Option{WithReleaseDelay(0)}, OutcomeCushion, func(s Stats) uint64 { return s.DeclinedCushion },
+			func(t *testing.T, d Decision) {
 				assert.GreaterOrEqual(t, float64(d.Garbage+d.Cushion), pacerShare*float64(d.Goal-d.Live), "%+v", d)
-			}
-		}
-	})
-	t.Run("trim", func(t *testing.T) {
-		var rec decisionLog
-		w, rt := residentPile(t, rec.option())
-		w.fault = 10 * time.Microsecond
-		serve(w, rt.Loop(), 2000, 100*time.Microsecond, 16*kib)
-		s := rt.Stats()
-		require.Positive(t, s.Trims)
-		assert.Equal(t, s.Trims, rec.count(OutcomeTrim))
-		for _, d := range rec.d {
-			if d.Outcome == OutcomeTrim {
+			}},
+		{"trim", nil, OutcomeTrim, func(s Stats) uint64 { return s.Trims },
+			func(t *testing.T, d Decision) {
 				assert.Less(t, d.Ours, d.Pacer, "a trim where the pacer is the cheaper: %+v", d)
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var rec decisionLog
+			w, rt := residentPile(t, append(c.opts, rec.option())...)
+			w.fault = 10 * time.Microsecond
+			serve(w, rt.Loop(), 2000, 100*time.Microsecond, 16*kib)
+			n := c.count(rt.Stats())
+			require.Positive(t, n)
+			assert.Equal(t, n, rec.count(c.outcome))
+			for _, d := range rec.d {
+				if d.Outcome == c.outcome {
+					c.check(t, d)
+				}
 			}
-		}
-	})
+		})
+	}
 	t.Run("pacer", func(t *testing.T) {
 		var rec decisionLog
 		w, rt := newTest(t, WithReleaseDelay(0), WithExchangeRate(DefaultExchangeRate), rec.option())
