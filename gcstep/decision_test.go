@@ -77,7 +77,7 @@ func TestDecisionsNameTheDecline(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var rec decisionLog
-			w, rt := residentPile(t, append(c.opts, rec.option())...)
+			w, rt := residentPile(t, 4, append(c.opts, rec.option())...)
 			w.fault = 10 * time.Microsecond
 			serve(w, rt.Loop(), 2000, 100*time.Microsecond, 16*kib)
 			n := c.count(rt.Stats())

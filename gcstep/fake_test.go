@@ -105,7 +105,7 @@ func (w *world) env() env {
 			if w.pages {
 				r.total = r.objects + r.free + r.released + 4*mib
 			} else if r.total == 0 {
-				r.total = r.objects + r.free + 4*mib // stacks, metadata, ...
+				r.total = r.objects + r.free + r.released + 4*mib // stacks, metadata, ...
 			}
 		},
 		gc: func(time.Duration) window {

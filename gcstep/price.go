@@ -325,7 +325,7 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 			} else if rt.trim.stuck == 0 {
 				rt.trim.stuck = now
 			}
-			if rt.trim.stuck > 0 && !rt.releasing && rt.trimPays(now, garbage, g) {
+			if rt.trim.stuck > 0 && !rt.releasing && rt.trimPays(now, garbage, g, float64(rt.r.goal-live)) {
 				return plan{act: trim, cost: best.cost, charge: rt.releaseEstimate(now), ours: ours, pacer: pacer}
 			}
 			return plan{why: &rt.stats.DeclinedCushion, wait: recheck, cost: best.cost, ours: ours, pacer: pacer}
@@ -469,6 +469,9 @@ func (rt *Runtime) releasePays(now time.Duration) bool {
 // stepper's cycles, clearing the garbage at g bytes, are the cheaper
 // (doc/policy.md, "A trim"). A trim collects once and returns what is
 // free; the stepper's cycles then keep the heap g above the live heap.
+// Only pages past a whole pile of the pacer's (pile: from the live heap
+// to its goal) over that are worth it: where the pacer's cycles and ours
+// take turns, its next pile takes the rest again.
 // It frees the pages beyond that pile for as long as the footprint stays
 // down: as long as the trims before held before the pacer's pile came
 // back, or, before one came back, as long again as the program has gone
@@ -478,13 +481,16 @@ func (rt *Runtime) releasePays(now time.Duration) bool {
 // bring the pages back, priced for all of them: for g at least, and for
 // the whole pile if the pacer's comes back. Never with releases off
 // (WithReleaseDelay(0)). rt.mu must be held.
-func (rt *Runtime) trimPays(now time.Duration, garbage uint64, g float64) bool {
+func (rt *Runtime) trimPays(now time.Duration, garbage uint64, g, pile float64) bool {
 	if rt.cfg.releaseDelay == 0 {
 		return false // releases are off (WithReleaseDelay)
 	}
 	freed := float64(rt.cushion(garbage) + garbage)
-	if g <= 0 || freed-g < max(g, float64(rt.cfg.minGarbage)) {
-		return false // not a pile more than the stepper's own
+	if g <= 0 || freed-g < max(pile, float64(rt.cfg.minGarbage)) {
+		// Not a pacer's pile more than the stepper's own: pages the
+		// pacer's next pile would take again, where its cycles and ours
+		// take turns, are not worth returning.
+		return false
 	}
 	held := rt.trim.held.get()
 	if held <= 0 {

@@ -81,15 +81,17 @@ func TestOnePChargesTheCollectorsCPU(t *testing.T) {
 }
 
 // residentPile is a world with a pacer at GOGC=100 whose first cycle has
-// run, leaving its pile as free pages, and a Runtime over it made with
-// opts: 256 KiB live, started cycles of 300 µs.
-func residentPile(t *testing.T, opts ...Option) (*world, *Runtime) {
+// run after the program allocated past times its heap goal, leaving that
+// pile as free pages, and a Runtime over it made with opts: 256 KiB live,
+// started cycles of 300 µs. With past 1 the pile is the pacer's own;
+// with more, it is a program's past.
+func residentPile(t *testing.T, past uint64, opts ...Option) (*world, *Runtime) {
 	t.Helper()
 	w, rt := newTest(t, append([]Option{WithCPUCap(1), WithExchangeRate(DefaultExchangeRate)}, opts...)...)
 	w.liveAfter = 256 * kib
 	w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
 	w.setPacer(100)
-	w.alloc(w.r.goal) // the pacer's cycle: its pile stays as free pages
+	w.alloc(past * w.r.goal) // the pacer's cycle: the pile stays as free pages
 	require.Equal(t, 1, w.pacerCycles)
 	return w, rt
 }
@@ -104,7 +106,7 @@ func residentPile(t *testing.T, opts ...Option) (*world, *Runtime) {
 func TestResidentPacerPileLeftToThePacer(t *testing.T) {
 	const gap, alloc = 100 * time.Microsecond, 16 * kib
 	resident := func(t *testing.T) (*world, *Runtime, *Loop) {
-		w, rt := residentPile(t, WithReleaseDelay(0))
+		w, rt := residentPile(t, 1, WithReleaseDelay(0))
 		l := rt.Loop()
 		serve(w, l, 2000, gap, alloc)
 		assert.Zero(t, w.gcs+w.starts, "cycles of ours over the pacer's resident pile")
@@ -140,12 +142,15 @@ func TestResidentPacerPileLeftToThePacer(t *testing.T) {
 // is learned.
 func TestResidentPileTrimmed(t *testing.T) {
 	const gap, alloc = 100 * time.Microsecond, 16 * kib
-	resident := func(t *testing.T, opts ...Option) (*world, *Runtime, *Loop) {
-		w, rt := residentPile(t, opts...)
+	residentOf := func(t *testing.T, past uint64, opts ...Option) (*world, *Runtime, *Loop) {
+		w, rt := residentPile(t, past, opts...)
 		w.fault = 10 * time.Microsecond // this VM's
 		w.releaseCost = int(ms)
 		w.pages = true // the faults that bring pages back take time
 		return w, rt, rt.Loop()
+	}
+	resident := func(t *testing.T, opts ...Option) (*world, *Runtime, *Loop) {
+		return residentOf(t, 4, opts...) // a program's past: four of the pacer's piles
 	}
 	t.Run("once", func(t *testing.T) {
 		w, rt, l := resident(t)
@@ -162,8 +167,6 @@ func TestResidentPileTrimmed(t *testing.T) {
 		assert.Equal(t, uint64(1), rt.Stats().Trims)
 		runway := uint64(pacerShare * float64(w.r.goal-w.r.live))
 		assert.Less(t, peak, w.r.live+runway/2, "the heap's pages after the trim")
-		// The trim came once holding the pages had cost about what
-		// the release and its faults do: 3.7 MiB of them at 10 µs.
 		assert.Greater(t, s.ReleaseTime, time.Duration(0))
 	})
 	t.Run("pile comes back soon", func(t *testing.T) {
@@ -176,7 +179,7 @@ func TestResidentPileTrimmed(t *testing.T) {
 			for i := 0; i < 1000 && rt.Stats().Trims == trims; i++ {
 				serve(w, l, 1, gap, alloc)
 			}
-			w.alloc(w.r.goal) // the program piles up to the pacer's goal again
+			w.alloc(4 * w.r.goal) // the program's past again: a burst of four piles
 		}
 		s := rt.Stats()
 		assert.Equal(t, uint64(1), s.Trims, "trims that held a look: %+v", s)
@@ -186,10 +189,10 @@ func TestResidentPileTrimmed(t *testing.T) {
 		w, rt, l := resident(t)
 		for range 10 {
 			serve(w, l, 500, gap, alloc)
-			w.alloc(w.r.goal) // 55 ms later
+			w.alloc(4 * w.r.goal) // a burst of four piles, 55 ms later
 		}
-		// 3.7 MiB held 45 ms less is worth 55 ms of CPU at the default
-		// rate, and the release and its faults cost about 10.
+		// A pile back after 55 ms held the pages down long enough to
+		// pay for the release and its faults at 10 µs each.
 		assert.Equal(t, uint64(10), rt.Stats().Trims)
 	})
 	t.Run("dear faults", func(t *testing.T) {
@@ -197,6 +200,15 @@ func TestResidentPileTrimmed(t *testing.T) {
 		w.fault = time.Second
 		serve(w, l, 4000, gap, alloc)
 		assert.Zero(t, rt.Stats().Trims)
+	})
+	t.Run("the pacer's own pile", func(t *testing.T) {
+		// Where ours and the pacer's cycles take turns, its next pile
+		// would take the pages again.
+		w, rt, l := residentOf(t, 1)
+		serve(w, l, 4000, gap, alloc)
+		s := rt.Stats()
+		assert.Zero(t, s.Trims)
+		assert.Positive(t, s.DeclinedCushion)
 	})
 	t.Run("releases off", func(t *testing.T) {
 		w, rt, l := resident(t, WithReleaseDelay(0))
