@@ -81,9 +81,10 @@ const (
 	// step could wait).
 	OutcomeNotStarted
 	// OutcomeTrim: the heap's resident pages reached as far as the
-	// pacer's trigger, the stepper's cycles are the cheaper, and
-	// returning the pages paid: a release was started in the middle of
-	// activity (Stats.Trims).
+	// pacer's trigger and a whole pile of the pacer's past the stepper's
+	// own, the stepper's cycles are the cheaper, and returning the pages
+	// paid: a release was started in the middle of activity
+	// (Stats.Trims).
 	OutcomeTrim
 )
 

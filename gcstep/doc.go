@@ -17,9 +17,9 @@
 // exchange rate, and takes the cheapest; once the loops have been quiet
 // for a moment it empties the gap, giving memory back to the operating
 // system, if that pays for the page faults that bring it back, and does
-// the same in the middle of activity where pages left by the pacer or by
-// the program's past would otherwise hold the heap at the pacer's height
-// (a trim). The prices are learned as the process runs. Several event loops share one
+// the same in the middle of activity where pages left by the program's
+// past would otherwise hold the heap at the pacer's height (a trim). The
+// prices are learned as the process runs. Several event loops share one
 // Runtime through a Loop handle each; code without an event loop (a
 // server with a goroutine per request: package httpidle) tells it when
 // its work begins and ends through a Work handle. The model and the

@@ -467,30 +467,29 @@ func (rt *Runtime) releasePays(now time.Duration) bool {
 // operating system in the middle of activity is worth its price, at a
 // look where the pages held reach as far as the pacer's trigger and the
 // stepper's cycles, clearing the garbage at g bytes, are the cheaper
-// (doc/policy.md, "A trim"). A trim collects once and returns what is
-// free; the stepper's cycles then keep the heap g above the live heap.
-// Only pages past a whole pile of the pacer's (pile: from the live heap
-// to its goal) over that are worth it: where the pacer's cycles and ours
-// take turns, its next pile takes the rest again.
-// It frees the pages beyond that pile for as long as the footprint stays
-// down: as long as the trims before held before the pacer's pile came
-// back, or, before one came back, as long again as the program has gone
-// on allocating with the pile resident (a lull is left to the release of
-// the quiet stretch: a trim at the start of the burst after it would
-// fault the pages back at once). It costs a release and the faults that
-// bring the pages back, priced for all of them: for g at least, and for
-// the whole pile if the pacer's comes back. Never with releases off
-// (WithReleaseDelay(0)). rt.mu must be held.
+// (doc/policy.md, "A trim"). Never with releases off (WithReleaseDelay(0)).
+//
+// A trim collects once and returns what is free; the stepper's cycles
+// then keep the heap g above the live heap. It must free a whole pile of
+// the pacer's (pile: from the live heap to its goal) beyond that: where
+// the pacer's cycles and ours take turns, its next pile takes that much
+// again.
+//
+// It frees the pages beyond g for as long as the footprint stays down: as
+// long as the trims before held before the pacer's pile came back, or,
+// before one came back, as long again as the program has gone on
+// allocating with the pile resident (a lull is left to the release of the
+// quiet stretch: a trim at the start of the burst after it would fault
+// the pages back at once). It costs a release and the faults that bring
+// the pages back, priced for all of them: for g at least, and for the
+// whole pile if the pacer's comes back. rt.mu must be held.
 func (rt *Runtime) trimPays(now time.Duration, garbage uint64, g, pile float64) bool {
 	if rt.cfg.releaseDelay == 0 {
 		return false // releases are off (WithReleaseDelay)
 	}
 	freed := float64(rt.cushion(garbage) + garbage)
 	if g <= 0 || freed-g < max(pile, float64(rt.cfg.minGarbage)) {
-		// Not a pacer's pile more than the stepper's own: pages the
-		// pacer's next pile would take again, where its cycles and ours
-		// take turns, are not worth returning.
-		return false
+		return false // pages the pacer's next pile would take again
 	}
 	held := rt.trim.held.get()
 	if held <= 0 {

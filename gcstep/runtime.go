@@ -34,10 +34,11 @@ import (
 //     stretch is worth the release and the page faults that bring it
 //     back (measured on this machine).
 //   - Where the pages the heap holds already take the garbage as far as
-//     the pacer's trigger (left by the pacer's cycle, or by what the
-//     program did before its loop) and its own cycles are the cheaper,
-//     it returns them in the middle of activity, a trim, once holding
-//     them has cost what the release and its page faults do.
+//     the pacer's trigger and past a whole pile of the pacer's beyond its
+//     own (left by what the program did before its loop, or a burst),
+//     and its own cycles are the cheaper, it returns them in the middle
+//     of activity, a trim, once holding them has cost what the release
+//     and its page faults do.
 //   - All of it draws on a CPU cap earned from idle time (WithCPUCap).
 //   - Only allocation re-arms it: a program that allocates nothing gets
 //     no cycle however often it steps.
@@ -170,11 +171,11 @@ type Stats struct {
 	// to the operating system was priced dearer than keeping it.
 	DeclinedRelease uint64
 	// Trims counts releases made in the middle of activity: the heap
-	// held free pages as far as the pacer's trigger (left by the
-	// pacer's cycle, or by what the program did before), where the
-	// stepper's own cycles, cheaper than the pacer's, would keep it
-	// lower, and returning them paid (doc/policy.md, "A trim"). They
-	// are counted in Releases too.
+	// held free pages as far as the pacer's trigger and a whole pile of
+	// the pacer's past the stepper's own (left by what the program did
+	// before, or a burst), where the stepper's own cycles, cheaper than
+	// the pacer's, would keep it lower, and returning them paid
+	// (doc/policy.md, "A trim"). They are counted in Releases too.
 	Trims uint64
 
 	StepTime  time.Duration // wall time spent inside Step
