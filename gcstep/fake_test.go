@@ -157,21 +157,11 @@ func (w *world) env() env {
 		setGCPercent: w.setGOGC,
 		release: func() {
 			w.releases++
-			w.t += time.Duration(w.releaseCost)
-			w.collected()
-			if w.pages {
-				w.r.released += w.r.free
-			} else {
-				w.r.released += 3 << 20
-			}
-			w.r.free = 0
+			w.giveBack()
 		},
 		trim: func() {
 			w.trims++
-			w.t += time.Duration(w.releaseCost)
-			w.collected()
-			w.r.released += w.r.free
-			w.r.free = 0
+			w.giveBack()
 		},
 		faultProbe: func() time.Duration { return w.fault },
 		procs:      func() int { return w.procs },
@@ -182,6 +172,19 @@ func (w *world) env() env {
 			w.spawned = append(w.spawned, f)
 		},
 	}
+}
+
+// giveBack is a release's work, and a trim's: it takes releaseCost, runs
+// a cycle and returns the free pages to the OS (without pages, 3 MiB).
+func (w *world) giveBack() {
+	w.t += time.Duration(w.releaseCost)
+	w.collected()
+	if w.pages {
+		w.r.released += w.r.free
+	} else {
+		w.r.released += 3 << 20
+	}
+	w.r.free = 0
 }
 
 // alloc pretends the program allocated n bytes, in a microsecond. With a pacer, the heap
