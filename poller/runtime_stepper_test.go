@@ -157,13 +157,15 @@ func TestLoopRuntimeStepperTrimsAResidentPile(t *testing.T) {
 	var live [][]byte
 	for i := range 16 * 16 {
 		b := make([]byte, 64<<10)
-		b[0] = byte(i)
+		for j := 0; j < len(b); j += 4096 {
+			b[j] = byte(i) // every page: the runtime does not zero fresh ones
+		}
 		if len(live) == 32 {
 			live = live[1:]
 		}
 		live = append(live, b)
 	}
-	live = nil
+	runtime.KeepAlive(live)
 	rt, l, done := runtimeLoop(t)
 	defer done()
 	got, _ := pacedStream(t, l, 32<<20)

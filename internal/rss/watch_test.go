@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// Watch's peak is at least a Peak read before stop and at least every Current read while it
-// watched; its goroutine is gone once stop returns, and stop answers the
-// same twice.
+// Watch's peak is at least a Peak read before stop and at least every
+// Current read while it watched; its goroutine is gone once stop
+// returns, and stop answers the same twice.
 func TestWatch(t *testing.T) {
 	Watch(time.Millisecond)() // whatever the runtime starts lazily for it
 	before := runtime.NumGoroutine()
