@@ -72,8 +72,11 @@ type frontierConfig struct {
 }
 
 // newFrontierConfig checks the flags the frontier mode reads.
-func newFrontierConfig(out string, quick bool, runs int, workloads, gogcs, conds string, sample time.Duration, command string) (frontierConfig, error) {
-	c := frontierConfig{out: out, quick: quick, runs: runs, sample: sample, command: command}
+func newFrontierConfig(out string, quick bool, runs int, workloads, gogcs, conds string, sample time.Duration, warmup int, command string) (frontierConfig, error) {
+	c := frontierConfig{out: out, quick: quick, runs: runs, sample: sample, warmup: warmup, command: command}
+	if c.warmup < 0 {
+		return c, fmt.Errorf("-warmup %d: must not be negative", c.warmup)
+	}
 	if c.runs == 0 {
 		c.runs = 3
 		if quick {

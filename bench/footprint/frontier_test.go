@@ -32,7 +32,7 @@ func TestQuickFrontier(t *testing.T) {
 		t.Skip("skipped under -short")
 	}
 	dir := t.TempDir()
-	c, err := newFrontierConfig(dir, true, 1, "paced", "100,25", "1P", 10*time.Millisecond, "test")
+	c, err := newFrontierConfig(dir, true, 1, "paced", "100,25", "1P", 10*time.Millisecond, 0, "test")
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -130,16 +130,18 @@ func TestTimeAveraged(t *testing.T) {
 }
 
 func TestNewFrontierConfig(t *testing.T) {
-	c, err := newFrontierConfig("d", false, 0, "", "", "", time.Millisecond, "")
+	c, err := newFrontierConfig("d", false, 0, "", "", "", time.Millisecond, 0, "")
 	require.NoError(t, err)
 	assert.Equal(t, 3, c.runs)
 	assert.Len(t, c.workloads, 5)
 	assert.Equal(t, defaultFrontierGOGC, c.gogcs)
 	assert.Equal(t, conditions, c.conditions)
 	for _, bad := range [][3]string{{"bigheap", "", ""}, {"", "100,100", ""}, {"", "off", ""}, {"", "", "nope"}} {
-		_, err := newFrontierConfig("d", false, 1, bad[0], bad[1], bad[2], time.Millisecond, "")
+		_, err := newFrontierConfig("d", false, 1, bad[0], bad[1], bad[2], time.Millisecond, 0, "")
 		assert.Error(t, err, "%q", bad)
 	}
+	_, err = newFrontierConfig("d", false, 1, "", "", "", time.Millisecond, -1, "")
+	assert.ErrorContains(t, err, "-warmup -1")
 }
 
 // A run's stepper counts reach its frontier row: cycles, and trims.

@@ -59,11 +59,7 @@ func main() {
 				workloads = cfg.workloads
 			}
 		})
-		fc, err := newFrontierConfig(cfg.out, cfg.quick, *runs, workloads, *frontierGOGC, *conds, cfg.sample, cfg.command)
-		if err == nil && *warmup < 0 {
-			err = fmt.Errorf("-warmup %d: must not be negative", *warmup)
-		}
-		fc.warmup = *warmup
+		fc, err := newFrontierConfig(cfg.out, cfg.quick, *runs, workloads, *frontierGOGC, *conds, cfg.sample, *warmup, cfg.command)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "footprint:", err)
 			os.Exit(2)
