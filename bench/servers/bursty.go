@@ -44,7 +44,7 @@ type session struct {
 	RPS      float64           `json:"rps"`
 	P50ms    float64           `json:"p50_ms"`
 	P99ms    float64           `json:"p99_ms"`
-	Peak     uint64            `json:"peak_rss"`        // VmHWM at the end, bytes
+	Peak     uint64            `json:"peak_rss"`        // the higher of VmHWM at the end and the highest sample (peakOf), bytes
 	Gap      uint64            `json:"gap_rss"`         // median of the RSS at the end of each gap
 	After    uint64            `json:"after_rss"`       // RSS Tail after the last burst
 	CPU      float64           `json:"cpu_s"`           // utime+stime over the whole session
@@ -109,8 +109,8 @@ func runBursty(binDir string, srv server, ld loader, p burstyParams, round int) 
 	if err != nil {
 		return fail(err)
 	}
-	s.Peak, s.CPU = st.Peak, cpu.Seconds()
 	s.Samples = smp.finish()
+	s.Peak, s.CPU = peakOf(st.Peak, s.Samples), cpu.Seconds()
 	stats, err := c.stop()
 	if err != nil {
 		return session{}, err

@@ -34,8 +34,9 @@
 //	bursty    -bursts runs of SET/GET load (-n requests per test, -c
 //	          connections, -d byte values, -r keys), -gap of silence between
 //	          them, then -tail of silence; per server: requests/s, p50/p99,
-//	          peak RSS (VmHWM), RSS at the end of each gap and -tail after
-//	          the load (VmRSS sampled every -sample), CPU (utime+stime) and
+//	          peak RSS (the higher of VmHWM and the samples), RSS at the
+//	          end of each gap and -tail after the load (VmRSS sampled
+//	          every -sample), CPU (utime+stime) and
 //	          GC cycles (printed by the server as it exits); -values copy
 //	          makes the store copy every SET into new memory (garbage),
 //	          -values reuse (the default) lets it overwrite in place

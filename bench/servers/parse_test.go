@@ -241,3 +241,10 @@ func TestParseSwitches(t *testing.T) {
 	assert.Equal(t, uint64(127), parseSwitches([]byte(in)))
 	assert.Zero(t, parseSwitches([]byte("Name:\tx\n")))
 }
+
+func TestPeakOfTakesTheHigherOfHWMAndSamples(t *testing.T) {
+	samples := []sample{{RSS: 10 << 20}, {RSS: 14 << 20}, {RSS: 9 << 20}}
+	assert.Equal(t, uint64(14<<20), peakOf(13<<20, samples), "VmHWM below the highest sample")
+	assert.Equal(t, uint64(15<<20), peakOf(15<<20, samples), "VmHWM above every sample")
+	assert.Equal(t, uint64(12<<20), peakOf(12<<20, nil), "no samples")
+}

@@ -68,6 +68,19 @@ func (s *sampler) take() (sample, bool) {
 	return x, true
 }
 
+// peakOf is a server's peak RSS: the higher of its VmHWM and the highest
+// of the samples. The kernel updates VmHWM only when it is about to lower
+// the RSS, from per-CPU counters it sums approximately for that, so a
+// process whose RSS fell after its peak can read a VmHWM a few hundred
+// KiB below the VmRSS it had then (bench/README.md, "VmHWM reads low");
+// the samples catch what it missed, up to their period.
+func peakOf(hwm uint64, samples []sample) uint64 {
+	for _, x := range samples {
+		hwm = max(hwm, x.RSS)
+	}
+	return hwm
+}
+
 // now is the time since the sampler started, on its clock.
 func (s *sampler) now() time.Duration { return time.Since(s.start) }
 
