@@ -32,7 +32,7 @@ func TestDecisionsSayWhatAndWhy(t *testing.T) {
 	var rec decisionLog
 	w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithBackground(false),
 		WithExchangeRate(DefaultExchangeRate), rec.option())
-	w.gcCost = 200 * time.Microsecond
+	w.gcCost = 400 * time.Microsecond // an economic pile above WithMinGarbage's, so that cycles wait
 	l := rt.Loop()
 	serve(w, l, 5000, 100*time.Microsecond, 16*kib)
 	s := rt.Stats()

@@ -43,7 +43,7 @@ func defaults() config {
 // doc/policy.md has the measurements behind each.
 const (
 	DefaultMinGarbage   = 256 << 10
-	DefaultExchangeRate = 1.5
+	DefaultExchangeRate = 3
 	DefaultCPUCap       = 0.3
 	DefaultReleaseDelay = 20 * time.Millisecond
 )
@@ -67,14 +67,17 @@ func WithMinGarbage(n uint64) Option {
 // WithExchangeRate sets the price of memory in CPU: holding the
 // process's footprint (what the runtime has mapped and not returned to
 // the OS) lower by a share s for a second is worth x·s seconds of CPU.
-// With the default, DefaultExchangeRate (1.5), holding it 10 % lower is
-// worth 15 % of one CPU. Every decision of the Runtime weighs memory at
+// With the default, DefaultExchangeRate (3), holding it 10 % lower is
+// worth 30 % of one CPU. Every decision of the Runtime weighs memory at
 // this rate against the CPU and the delay an action costs (see Runtime
 // and doc/policy.md): higher collects more often and releases sooner,
 // lower leaves more to the runtime's pacer. The default was chosen on
 // the workloads of bench/footprint's frontier: streams paced by their
-// producer, request/response bursts, and a loop that is seldom idle. It
-// panics if x is not positive and finite.
+// producer, request/response bursts, and a loop that is seldom idle; it
+// was 1.5 until the pacer's own pile stopped being trimmed, which made
+// the dearer rate cost the urandom stream with both CPUs nothing more
+// (doc/policy.md, "The exchange rate"). It panics if x is not positive
+// and finite.
 func WithExchangeRate(x float64) Option {
 	return func(c *config) {
 		if !(x > 0) || math.IsInf(x, 1) {

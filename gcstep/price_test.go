@@ -17,7 +17,7 @@ import (
 func TestCycleAtTheEconomicPile(t *testing.T) {
 	w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithStreams(true),
 		WithBackground(false), WithExchangeRate(DefaultExchangeRate))
-	w.gcCost = 200 * time.Microsecond
+	w.gcCost = 400 * time.Microsecond // an economic pile above WithMinGarbage's
 	l := rt.Loop()
 	const gap, alloc = 100 * time.Microsecond, 16 * kib
 	serve(w, l, 20000, gap, alloc)
@@ -255,7 +255,9 @@ func TestOneSlowCycleDoesNotSetThePrice(t *testing.T) {
 // declined for the resident pile.
 func TestNearTieIsNotLeftToThePacer(t *testing.T) {
 	var rec decisionLog
-	w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(DefaultExchangeRate), rec.option())
+	// At a rate of 1.5 these prices make the near tie; at dearer memory
+	// ours win by more.
+	w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(1.5), rec.option())
 	w.setPacer(100)
 	w.liveAfter = 256 * kib
 	w.gcCost = 4 * ms
