@@ -3,7 +3,6 @@ package rss
 import (
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -18,18 +17,16 @@ func Watch(period time.Duration) (stop func() (uint64, error)) {
 	if period <= 0 {
 		panic("rss: Watch with a period that is not positive")
 	}
-	var highest atomic.Uint64
+	// highest is written by the goroutine's samples and then, once it
+	// has ended (done), by stop's own: never by two at once.
+	var highest uint64
 	sample := func() bool {
 		r, err := Current()
 		if err != nil {
 			return !errors.Is(err, errors.ErrUnsupported)
 		}
-		for {
-			h := highest.Load()
-			if r <= h || highest.CompareAndSwap(h, r) {
-				return true
-			}
-		}
+		highest = max(highest, r)
+		return true
 	}
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -58,7 +55,7 @@ func Watch(period time.Duration) (stop func() (uint64, error)) {
 			sample()
 			peakBytes, peakErr = Peak()
 			if peakErr == nil {
-				peakBytes = max(peakBytes, highest.Load())
+				peakBytes = max(peakBytes, highest)
 			}
 		})
 		return peakBytes, peakErr
