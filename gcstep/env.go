@@ -48,6 +48,10 @@ type env struct {
 	// returns at once, GOGC restored (see inliner.start); started is
 	// false if the runtime would not start one now.
 	start func(budget time.Duration) (w window, started bool)
+	// cycleEnd is when the last completed cycle's mark phase ended, on
+	// now's clock (debug.ReadGCStats' LastGC); meaningless before the
+	// first cycle.
+	cycleEnd func() time.Duration
 	// gcCPU is the CPU time the collector has used so far, except
 	// marking on otherwise idle Ps, which costs the program nothing.
 	gcCPU func() time.Duration
@@ -80,8 +84,13 @@ func realEnv() env {
 	m := newMetricsReader()
 	in := newInliner()
 	origin := time.Now()
+	var gs debug.GCStats // its slices are kept, so a read allocates once
 	return env{
-		now:          func() time.Duration { return time.Since(origin) },
+		now: func() time.Duration { return time.Since(origin) },
+		cycleEnd: func() time.Duration {
+			debug.ReadGCStats(&gs)
+			return gs.LastGC.Sub(origin)
+		},
 		read:         m.read,
 		gc:           in.cycle,
 		start:        in.start,

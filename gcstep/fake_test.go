@@ -47,6 +47,7 @@ type world struct {
 	cpuPerWall                float64
 	procs                     int           // GOMAXPROCS
 	bgDoneAt                  time.Duration // a started cycle completes then; 0: none pending
+	lastEnd                   time.Duration // when the last cycle completed
 	peak                      uint64        // the most heap objects seen
 
 	// A cycle frees the garbage into free pages that stay resident,
@@ -86,6 +87,7 @@ func (w *world) setGOGC(p int) int {
 // collected completes a cycle as the runtime would, with the sweep done.
 func (w *world) collected() {
 	w.r.cycles++
+	w.lastEnd = w.t
 	if w.r.objects > w.liveAfter {
 		w.r.free += w.r.objects - w.liveAfter // freed, not returned to the OS
 	}
@@ -96,7 +98,8 @@ func (w *world) collected() {
 
 func (w *world) env() env {
 	return env{
-		now: func() time.Duration { return w.t },
+		now:      func() time.Duration { return w.t },
+		cycleEnd: func() time.Duration { return w.lastEnd },
 		read: func(r *reading) {
 			w.reads++
 			w.settle()
@@ -231,9 +234,11 @@ func (w *world) goal() {
 // would, charging its collector CPU.
 func (w *world) settle() {
 	if w.bgDoneAt != 0 && w.t >= w.bgDoneAt {
+		done := w.bgDoneAt
 		w.bgDoneAt = 0
 		w.gcCPU += w.bgCost
 		w.collected()
+		w.lastEnd = done
 	}
 }
 

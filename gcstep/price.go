@@ -46,6 +46,7 @@ type prices struct {
 	inlineCPU ratio  // collector CPU of an inline cycle, per model(live)
 	bgCPU     ratio  // collector CPU of a background cycle, per model(live)
 	kick      recent // wall time the loop spends starting a background cycle, ns; 0 until three starts were timed
+	bgMark    recent // how long a started cycle marks, from its start to its end, ns; 0 until three were timed
 	release   ewma   // wall time of a release (two cycles and the scavenge), ns
 
 	held    float64       // byte-seconds of garbage held since the last cycle
@@ -191,6 +192,8 @@ const (
 type plan struct {
 	act    action
 	cost   float64       // act's price, in seconds of CPU: CPU and delay, and memory for a background cycle
+	fixed  float64       // the part of cost that does not grow with the pile: CPU and delay
+	float  float64       // for a background cycle, what its marking costs a second (see floating)
 	charge time.Duration // what act is expected to take from the CPU cap
 	wait   time.Duration // how much longer holding the garbage takes to cost as much
 	why    *uint64       // the Stats counter of an idle moment that declined, if any
@@ -237,18 +240,19 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 			held = min(wall, cpu)
 		}
 		c := (cpu + rt.delayCost(l, held)).Seconds()
-		best = plan{act: inline, cost: c, charge: held}
+		best = plan{act: inline, cost: c, fixed: c, charge: held}
 	}
 	if rt.cfg.background && (!onePs || busy) {
 		cpu := rt.p.bgCPU.of(live)
 		// While it marks, what the program allocates is not collected:
-		// as much garbage again is held that much longer. It marks about
-		// as long as an inline cycle would: the steps see it complete
-		// only at their next look, too late to time it.
-		missed := x / m * float64(garbage) * wall.Seconds()
-		c := (cpu + rt.delayCost(l, rt.p.kick.get())).Seconds() + missed
+		// as much garbage again is held that much longer. How long a
+		// started cycle marks is learned from the cycles started before
+		// (bgMark); until three were timed, as long as an inline cycle.
+		mark := rt.bgMark(wall).Seconds()
+		fixed := (cpu + rt.delayCost(l, rt.p.kick.get())).Seconds()
+		c := fixed + x/m*float64(garbage)*mark
 		if best.act == none || c < best.cost {
-			best = plan{act: background, cost: c, charge: cpu}
+			best = plan{act: background, cost: c, fixed: fixed, float: floating(x, m, rt.p.rate(garbage, now), mark), charge: cpu}
 		}
 	}
 	if best.act == none {
@@ -261,7 +265,10 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 	// it took to grow, when it grows steadily. It runs on at
 	// 2·garbage·x/M a second, growing with the allocation rate.
 	pile := 2 * x / m // the price of a byte of the pile for a second
-	due := best.cost
+	// What the marking misses grows with the pile (as much again, held
+	// a mark longer) and so costs the same by the second at any height:
+	// it decides between actions, not when one falls due.
+	due := best.fixed
 	if busy && !rt.unbounded.Load() {
 		// A loop with work waiting, where the pacer collects too: only
 		// a pile well past its price (busyOvershoot).
@@ -300,8 +307,13 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 			return plan{why: &rt.stats.DeclinedPacer, wait: recheck, cost: best.cost}
 		}
 		pacer := perSecond(rt.p.bgCPU.of(live).Seconds(), r, runway, m, x)
-		g := eoq(best.cost, r, m, x)
-		ours := perSecond(best.cost, r, g, m, x)
+		if mark := rt.p.bgMark.get(); mark > 0 {
+			// The pacer's cycles are started ones too, and mark as
+			// ours do (once ours were timed).
+			pacer += floating(x, m, r, mark.Seconds())
+		}
+		g := eoq(best.fixed, r, m, x)
+		ours := perSecond(best.fixed, r, g, m, x) + best.float
 		if g >= runway || pacer <= ours {
 			return plan{why: &rt.stats.DeclinedPacer, wait: recheck, cost: best.cost, ours: ours, pacer: pacer}
 		}
@@ -332,6 +344,28 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 		}
 	}
 	return best
+}
+
+// bgMark is how long a started cycle marks, as learned from the last
+// ones started (Runtime.settleBackground), or guess until three were
+// timed. With more than one P a started cycle marks beside the program
+// on a share of a P (a quarter of GOMAXPROCS is the collector's), and on
+// this VM's streams it marked two to three times as long as an inline
+// cycle, whose loop sleeps while its P marks too (doc/policy.md, "A
+// cycle").
+func (rt *Runtime) bgMark(guess time.Duration) time.Duration {
+	if mark := rt.p.bgMark.get(); mark > 0 {
+		return mark
+	}
+	return guess
+}
+
+// floating is what the marking of started cycles costs a second, at the
+// exchange rate x and footprint m: what the program allocates while one
+// marks (r·mark bytes, at r bytes a second) is held until the next
+// cycle, as long as the cycles are apart, whatever the pile's height.
+func floating(x, m, r, mark float64) float64 {
+	return x / m * r * mark
 }
 
 // busyOvershoot is how far past its price holding the garbage must have

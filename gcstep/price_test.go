@@ -58,6 +58,55 @@ func TestOnePRunsInlineCycles(t *testing.T) {
 	assert.Zero(t, w.starts, "one P: started cycles")
 }
 
+// A started cycle marks beside the program, on a share of a P, and what
+// the program allocates meanwhile is held until the next cycle: the
+// step learns how long the started cycles marked (Stats.BackgroundMark,
+// from each start to the end of its mark phase) and prices the next at
+// that. Where they mark long, the same stream's cycles run inline
+// instead.
+func TestStartedCyclesPricedAtTheirMarkTime(t *testing.T) {
+	run := func(mark time.Duration) (*world, Stats) {
+		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithExchangeRate(DefaultExchangeRate))
+		w.gcCost, w.cpuPerWall = 300*time.Microsecond, 0.4
+		w.kickCost, w.bgDelay, w.bgCost = 50*time.Microsecond, mark, 100*time.Microsecond
+		l := rt.Loop()
+		serve(w, l, 4000, 30*time.Microsecond, 16*kib)
+		return w, rt.Stats()
+	}
+	short, s := run(300 * time.Microsecond)
+	assert.Equal(t, 350*time.Microsecond, s.BackgroundMark, "kick and mark")
+	assert.Greater(t, short.starts, 3*short.gcs, "cycles started where they mark as long as an inline one")
+
+	long, s := run(20 * ms)
+	assert.Equal(t, 20*ms+50*time.Microsecond, s.BackgroundMark, "kick and mark")
+	assert.Greater(t, long.gcs, 3*long.starts, "cycles inline where a started one marks for 20 ms")
+}
+
+// What a started cycle misses while it marks grows with the pile, so by
+// the second it costs the same at any pile: it decides between actions,
+// but a started cycle still falls due at the economic pile of its CPU
+// and delay alone, however long it marks.
+func TestStartedCyclesDueAtTheEconomicPile(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithStreams(true),
+		WithExchangeRate(DefaultExchangeRate))
+	w.r.live, w.liveAfter = mib, mib // the model's inline cycle, 1.25 ms, does not fit the budget
+	w.kickCost, w.bgDelay, w.bgCost = 20*time.Microsecond, 5*ms, 2*ms
+	l := rt.Loop()
+	const gap, alloc = 100 * time.Microsecond, 16 * kib
+	serve(w, l, 20000, gap, alloc)
+	s := rt.Stats()
+	require.Zero(t, s.CyclesInline, "inline cycles")
+	require.Greater(t, s.CyclesBackground, uint64(20), "started cycles")
+	require.Equal(t, 5*ms+20*time.Microsecond, s.BackgroundMark)
+
+	c := s.BackgroundCPU.Seconds()
+	r := float64(alloc) / (gap + 11*time.Microsecond).Seconds()
+	m := float64(rt.footprint())
+	want := math.Sqrt(c * r * m / DefaultExchangeRate)
+	got := float64(s.LastAllocatedBetween)
+	assert.InDelta(t, 1, got/want, 0.25, "pile at a cycle %.0f KiB, the economic pile %.0f KiB", got/kib, want/kib)
+}
+
 // With one P the wall time of an inline cycle beyond the collector's CPU
 // is the program's other goroutines running: the cap is charged the
 // collector's CPU, and with two Ps the wall time.

@@ -217,6 +217,10 @@ type Stats struct {
 	// AllocRate is the program's allocation rate since the last cycle,
 	// bytes a second.
 	AllocRate float64
+	// BackgroundMark is how long a started cycle marks, from its start
+	// to the end of its mark phase: the median of the last five timed,
+	// 0 until three were.
+	BackgroundMark time.Duration
 	// FaultPrice is what faulting one released page back in costs on
 	// this machine, measured before the first release was priced.
 	FaultPrice time.Duration
@@ -591,6 +595,12 @@ func (rt *Runtime) background(garbage uint64, budget, now time.Duration) (starte
 // rt.mu must be held.
 func (rt *Runtime) settleBackground(done bool) {
 	rt.bg.pending = false
+	if done && !rt.bg.inline && rt.r.cycles == rt.bg.cycles+1 {
+		// Only ours ended since the start: the last end is its end.
+		if mark := rt.env.cycleEnd() - rt.bg.at; mark > 0 && mark < backgroundTimeout {
+			rt.p.bgMark.add(float64(mark))
+		}
+	}
 	used := max(rt.env.gcCPU()-rt.bg.cpu, 0)
 	if rt.bg.inline {
 		rt.charge(used - min(used, rt.bg.charge)) // its wall was charged already
@@ -669,6 +679,7 @@ func (rt *Runtime) Stats() Stats {
 	s.CycleCPU = rt.p.inlineCPU.of(s.LiveAfterCycle)
 	s.BackgroundCPU = rt.p.bgCPU.of(s.LiveAfterCycle)
 	s.AllocRate = rt.p.rate(rt.r.allocs-rt.baseAllocs, now)
+	s.BackgroundMark = rt.p.bgMark.get()
 	s.FaultPrice = rt.p.fault
 	s.StepsDelayedWork = rt.delayed.Load()
 	s.DelayedWorkTime = time.Duration(rt.delayNS.Load())
