@@ -24,13 +24,18 @@ func TestCycleAtTheEconomicPile(t *testing.T) {
 	s := rt.Stats()
 	require.Greater(t, s.CyclesInline, uint64(20), "cycles")
 
-	// What the policy believed when it decided: the cycle's CPU, the
-	// allocation rate and the footprint.
-	c := s.CycleCPU.Seconds()
-	r := float64(alloc) / (gap + 11*time.Microsecond).Seconds()
+	// What the policy believed when it decided: the cycle's CPU.
+	assertEconomicPile(t, rt, s.CycleCPU, float64(alloc)/(gap+11*time.Microsecond).Seconds())
+}
+
+// assertEconomicPile checks that the last cycle ran at the economic pile,
+// sqrt(c·r·M/x), of a cycle costing c at the allocation rate r (bytes a
+// second) and the footprint M, at the default exchange rate.
+func assertEconomicPile(t *testing.T, rt *Runtime, c time.Duration, r float64) {
+	t.Helper()
 	m := float64(rt.footprint())
-	want := math.Sqrt(c * r * m / DefaultExchangeRate)
-	got := float64(s.LastAllocatedBetween)
+	want := math.Sqrt(c.Seconds() * r * m / DefaultExchangeRate)
+	got := float64(rt.Stats().LastAllocatedBetween)
 	assert.InDelta(t, 1, got/want, 0.25, "pile at a cycle %.0f KiB, the economic pile %.0f KiB", got/kib, want/kib)
 }
 
@@ -98,13 +103,7 @@ func TestStartedCyclesDueAtTheEconomicPile(t *testing.T) {
 	require.Zero(t, s.CyclesInline, "inline cycles")
 	require.Greater(t, s.CyclesBackground, uint64(20), "started cycles")
 	require.Equal(t, 5*ms+20*time.Microsecond, s.BackgroundMark)
-
-	c := s.BackgroundCPU.Seconds()
-	r := float64(alloc) / (gap + 11*time.Microsecond).Seconds()
-	m := float64(rt.footprint())
-	want := math.Sqrt(c * r * m / DefaultExchangeRate)
-	got := float64(s.LastAllocatedBetween)
-	assert.InDelta(t, 1, got/want, 0.25, "pile at a cycle %.0f KiB, the economic pile %.0f KiB", got/kib, want/kib)
+	assertEconomicPile(t, rt, s.BackgroundCPU, float64(alloc)/(gap+11*time.Microsecond).Seconds())
 }
 
 // With one P the wall time of an inline cycle beyond the collector's CPU
