@@ -215,6 +215,7 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 	live := rt.r.live
 	garbage := rt.r.allocs - rt.baseAllocs
 	x, m := rt.cfg.exchange, float64(rt.footprint())
+	r := rt.p.rate(garbage, now) // the allocation rate since the last cycle
 	best := plan{why: &rt.stats.DeclinedBudget}
 	if budget <= 0 {
 		budget = l.lastBudget()
@@ -252,13 +253,12 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 		fixed := (cpu + rt.delayCost(l, rt.p.kick.get())).Seconds()
 		c := fixed + x/m*float64(garbage)*mark
 		if best.act == none || c < best.cost {
-			best = plan{act: background, cost: c, fixed: fixed, float: floating(x, m, rt.p.rate(garbage, now), mark), charge: cpu}
+			best = plan{act: background, cost: c, fixed: fixed, float: floating(x, m, r, mark), charge: cpu}
 		}
 	}
 	if best.act == none {
 		return best
 	}
-	r := rt.p.rate(garbage, now)
 	fast := max(r, rt.p.recent)
 	// Holding the garbage until now has cost this much, at the pile's
 	// footprint: twice the integral, the pile's height for as long as
