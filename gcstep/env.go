@@ -45,9 +45,11 @@ type env struct {
 	read func(*reading)                    // the heap now
 	gc   func(budget time.Duration) window // a whole cycle, inline (see inliner)
 	// start starts a cycle for the runtime to run concurrently and
-	// returns at once, GOGC restored (see inliner.start); started is
-	// false if the runtime would not start one now.
-	start func(budget time.Duration) (w window, started bool)
+	// returns at once; the cycle marks with a heap goal slack above the
+	// heap at its start where the program's goal is further (see
+	// inliner.start). started is false if the runtime would not start
+	// one now.
+	start func(budget time.Duration, slack uint64) (w window, started bool)
 	// cycleEnd is when the last completed cycle's mark phase ended, on
 	// now's clock (debug.ReadGCStats' LastGC); meaningless before the
 	// first cycle.
@@ -70,8 +72,9 @@ type env struct {
 	// procs is GOMAXPROCS.
 	procs func() int
 	// settle finishes what a cycle that outlived its step left to do,
-	// once the cycle has ended (with force, waiting for that end): put
-	// back GOGC=off after a cycle that ran with a stand-in (see inliner).
+	// once the cycle has ended (with force, at once, or for GOGC=off
+	// waiting for that end): put back the program's GOGC after a cycle
+	// that ran with a stand-in (see inliner).
 	settle func(force bool)
 	// standing reports whether a cycle's stand-in GOGC is in place: the
 	// program's GOGC is off, without a memory limit, and the heap goal
@@ -91,7 +94,10 @@ func realEnv() env {
 			debug.ReadGCStats(&gs)
 			return gs.LastGC.Sub(origin)
 		},
-		read:         m.read,
+		read: func(r *reading) {
+			m.read(r)
+			in.programs(r)
+		},
 		gc:           in.cycle,
 		start:        in.start,
 		gcCPU:        newCPUReader().read,
@@ -102,7 +108,7 @@ func realEnv() env {
 		spawn:        func(f func()) { go f() },
 		procs:        func() int { return runtime.GOMAXPROCS(0) },
 		settle:       func(force bool) { in.settle(nil, force) },
-		standing:     func() bool { return in.standIn != 0 },
+		standing:     func() bool { return in.standIn != 0 && in.standInFor < 0 },
 	}
 }
 
@@ -231,12 +237,17 @@ func (c *cpuReader) read() time.Duration {
 type inliner struct {
 	buf []byte           // the trigger allocation, kept here so that it escapes to the heap
 	s   []metrics.Sample // completed cycles, heap goal, live heap
+	m   []metrics.Sample // what markGOGC needs, read once per started cycle
 	ms  runtime.MemStats // read to wait for the end of a cycle under GOGC=off
 
-	// A stand-in an inline cycle left in place because it outlived its
-	// step: the GOGC it set (0: none) and the cycle count before it.
+	// A stand-in a cycle left in place because it outlived its step:
+	// the GOGC it set (0: none), the cycle count before it, the
+	// program's GOGC it stands in for (-1: off) and, for a finite one,
+	// the program's heap goal, which readings report meanwhile.
 	standIn       int
 	standInCycles uint64
+	standInFor    int
+	standInGoal   uint64
 }
 
 func newInliner() *inliner {
@@ -244,6 +255,11 @@ func newInliner() *inliner {
 		{Name: "/gc/cycles/total:gc-cycles"},
 		{Name: "/gc/heap/goal:bytes"},
 		{Name: "/gc/heap/live:bytes"},
+	}, m: []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/gc/scan/stack:bytes"},
+		{Name: "/gc/scan/globals:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
 	}}
 }
 
@@ -261,7 +277,7 @@ const (
 func (in *inliner) cycle(budget time.Duration) window {
 	metrics.Read(in.s)
 	before := in.s[0].Value.Uint64()
-	w, started := in.kick(budget, true)
+	w, started := in.kick(budget, true, 0)
 	if !started {
 		metrics.Read(in.s)
 		if in.s[0].Value.Uint64() == before {
@@ -270,7 +286,7 @@ func (in *inliner) cycle(budget time.Duration) window {
 					w.close(got, w.before) // the program set its own meanwhile
 					debug.SetGCPercent(got)
 				} else {
-					in.standIn, in.standInCycles = offStandIn, before
+					in.standIn, in.standInCycles, in.standInFor = offStandIn, before, -1
 				}
 			}
 			runtime.GC()
@@ -280,29 +296,44 @@ func (in *inliner) cycle(budget time.Duration) window {
 	return w
 }
 
-// start starts a cycle and returns as soon as it runs, GOGC restored: the
-// runtime marks concurrently, pacing its assists by the program's own GOGC,
-// so the program's allocations pay no more than they would in any cycle.
-// Holding GOGC at 1 % for the whole cycle, as an earlier version did, made
-// every allocation during the mark phase pay assists as if the heap were
-// far over its goal. For a program at GOGC=off the stand-in stays until
-// the cycle has ended (see inliner). It yields to the sweeper for at most
-// half of budget and reports false if no cycle could start.
-func (in *inliner) start(budget time.Duration) (window, bool) {
-	return in.kick(budget, false)
+// start starts a cycle and returns as soon as it runs. The runtime marks
+// concurrently, and paces its assists by the heap goal: the program's
+// allocations during the mark help mark in proportion to how near the
+// heap comes to the goal. At the program's own goal (GOGC=100: twice the
+// live heap, at least 4 MiB) a small heap meets no assists at all, and a
+// cycle that marks for milliseconds on a share of a P beside an
+// allocating program leaves everything allocated meanwhile for the next
+// cycle: on the urandom workload with both CPUs 1.5-2 MiB, which set the
+// stepper's peak at GOGC=100's. So the cycle marks with a stand-in GOGC
+// whose goal is slack above the heap at the start (markGOGC), where the
+// program's own goal is further, and the program's GOGC is back once
+// the cycle has ended (settle). Holding GOGC at 1 % for the whole cycle,
+// as an earlier version did, made every allocation during the mark phase
+// pay assists as if the heap were far over its goal. For a program at
+// GOGC=off the stand-in is offStandIn, until the cycle has ended (see
+// inliner). It yields to the sweeper for at most half of budget and
+// reports false if no cycle could start.
+func (in *inliner) start(budget time.Duration, slack uint64) (window, bool) {
+	return in.kick(budget, false, slack)
 }
 
 // kick opens the window: GOGC to 1 %, the trigger allocation, GOGC
-// restored. With wait it then sleeps in steps of markPoll until the cycle
-// count moves (the mark phase is over) or budget has passed since it began;
-// a cycle still marking then goes on concurrently. It reports false only
-// if no cycle could start (see inliner).
-func (in *inliner) kick(budget time.Duration, wait bool) (w window, started bool) {
-	in.settle(nil, false) // a stand-in left by an earlier cycle is not the program's GOGC
+// restored (or a stand-in set: offStandIn for a program at GOGC=off, and
+// with slack the goal slack above the heap). With wait it then sleeps in
+// steps of markPoll until the cycle count moves (the mark phase is over)
+// or budget has passed since it began; a cycle still marking then goes on
+// concurrently. It reports false only if no cycle could start (see
+// inliner).
+func (in *inliner) kick(budget time.Duration, wait bool, slack uint64) (w window, started bool) {
+	// A stand-in left by an earlier cycle is not the program's GOGC; a
+	// finite one goes back even if that cycle still marks, so that the
+	// window opens on the program's own value.
+	in.settle(nil, in.standIn != 0 && in.standInFor >= 0)
 	start := time.Now()
 	metrics.Read(in.s)
 	before := in.s[0].Value.Uint64()
-	standIn := 0 // the GOGC the cycle ends with, for a program at GOGC=off
+	goal := in.s[1].Value.Uint64() // at the program's GOGC
+	standIn := 0                   // the GOGC the cycle marks and ends with, if not the program's
 	for {
 		prev := debug.SetGCPercent(nudgedGOGC)
 		if !w.kept {
@@ -321,9 +352,16 @@ func (in *inliner) kick(budget time.Duration, wait bool) (w window, started bool
 		in.buf = make([]byte, kickSize)
 		in.buf = nil
 		restore := w.before
-		if w.needsStandIn() {
+		switch {
+		case w.needsStandIn():
 			standIn = offStandIn
 			restore = standIn
+		case slack > 0 && w.before > nudgedGOGC:
+			metrics.Read(in.m)
+			if g := markGOGC(in.m, slack); g < w.before {
+				standIn = g
+				restore = standIn
+			}
 		}
 		w.close(debug.SetGCPercent(restore), nudgedGOGC)
 		break
@@ -340,22 +378,37 @@ func (in *inliner) kick(budget time.Duration, wait bool) (w window, started bool
 		}
 	}
 	if standIn != 0 {
-		// Off goes back now if the cycle has ended, else at a later look.
-		in.standIn, in.standInCycles = standIn, before
+		// The program's GOGC goes back now if the cycle has ended,
+		// else at a later look.
+		in.standIn, in.standInCycles, in.standInFor, in.standInGoal = standIn, before, w.before, goal
 		in.settle(&w, false)
 	}
 	return w, true
 }
 
-// settle puts GOGC=off back after a cycle that ran with a stand-in, once
-// the cycle has ended; with force (Close) it waits for that end, for at
-// most backgroundTimeout. A value the program set meanwhile stays, and is
-// recorded in w if the step that set the stand-in is still open.
+// settle puts the program's GOGC back after a cycle that ran with a
+// stand-in, once the cycle has ended. With force (Close) a finite GOGC goes
+// back at once, and GOGC=off once the cycle has ended, waiting for that
+// for at most backgroundTimeout. A value the program set meanwhile stays,
+// and is recorded in w if the step that set the stand-in is still open.
 func (in *inliner) settle(w *window, force bool) {
 	if in.standIn == 0 {
 		return
 	}
 	metrics.Read(in.s)
+	if w == nil {
+		w = &window{before: in.standInFor}
+	}
+	if in.standInFor >= 0 {
+		// A finite goal: no huge pages to fear, the cycle's end is
+		// enough (the next trigger is computed again from the
+		// program's GOGC).
+		if in.s[0].Value.Uint64() != in.standInCycles || force {
+			in.restore(w, in.standIn)
+			in.standIn = 0
+		}
+		return
+	}
 	if force {
 		// Closing: wait for the cycle to end, as long as a started
 		// cycle is waited for (backgroundTimeout).
@@ -369,16 +422,13 @@ func (in *inliner) settle(w *window, force bool) {
 	} else if !force {
 		return // still marking
 	}
-	if w == nil {
-		w = &window{before: -1}
-	}
-	in.restoreOff(w, in.standIn)
+	in.restore(w, in.standIn)
 	in.standIn = 0
 }
 
-// restoreOff puts the program's GOGC=off back after a cycle that ran with
-// standIn, keeping a value the program set meanwhile.
-func (in *inliner) restoreOff(w *window, standIn int) {
+// restore puts the program's GOGC (w.before) back after a cycle that ran
+// with standIn, keeping a value the program set meanwhile.
+func (in *inliner) restore(w *window, standIn int) {
 	if got := debug.SetGCPercent(w.before); got != standIn {
 		w.close(got, standIn)
 		debug.SetGCPercent(got) // the program's own value stays
@@ -399,6 +449,37 @@ func (in *inliner) restoreOff(w *window, standIn int) {
 // GOGC=off, with Busy starting cycles in busy stretches, peaks of
 // 11.5-18.0 MiB against 11.0-12.1 with this one (five runs each).
 const offStandIn = 100
+
+// programs makes a reading taken while a cycle marks with a stand-in for a
+// finite GOGC report the program's GOGC and heap goal, which the policy
+// prices the pacer by; the stand-in's goal is the cycle's alone.
+func (in *inliner) programs(r *reading) {
+	if in.standIn != 0 && in.standInFor > 0 {
+		r.gogc, r.goal = in.standInFor, in.standInGoal
+	}
+}
+
+// markGOGC is the GOGC whose heap goal is slack above the heap now (the
+// objects, as read into inliner.m): the runtime's goal at GOGC g is the live heap
+// plus g % of it and of the stacks and globals scanned, and at least
+// g % of 4 MiB (runtime/mgcpacer.go: gcPercentHeapGoal, heapMinimum), so
+// the smaller of the two solutions is the g whose goal is the target.
+// Never below 2, one above the GOGC that starts a cycle.
+func markGOGC(s []metrics.Sample, slack uint64) int {
+	live := float64(s[0].Value.Uint64())
+	scanned := live + float64(s[1].Value.Uint64()+s[2].Value.Uint64())
+	target := float64(s[3].Value.Uint64() + slack)
+	byMinimum := 100 * target / heapMinimum
+	byLive := math.Inf(1)
+	if scanned > 0 {
+		byLive = 100 * (target - live) / scanned
+	}
+	return max(int(math.Ceil(min(byMinimum, byLive))), nudgedGOGC+1)
+}
+
+// heapMinimum is the runtime's smallest heap goal at GOGC=100
+// (runtime/mgcpacer.go, defaultHeapMinimum).
+const heapMinimum = 4 << 20
 
 // needsStandIn reports whether a cycle whose window opened on w.before
 // must end with offStandIn: the program is at GOGC=off with no memory

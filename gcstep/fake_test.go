@@ -21,6 +21,7 @@ type world struct {
 	noStart   bool          // start reports that no cycle could start
 	unended   bool          // gc returns with the cycle still marking: the test completes it
 	quickBG   bool          // a started cycle completes at once, as a small heap's does
+	slack     uint64        // what the last started cycle was asked to mark within
 
 	gcCPU                   time.Duration // the collector's CPU time so far
 	gcs, starts, releases   int
@@ -133,7 +134,8 @@ func (w *world) env() env {
 			}
 			return win
 		},
-		start: func(time.Duration) (window, bool) {
+		start: func(_ time.Duration, slack uint64) (window, bool) {
+			w.slack = slack
 			var win window
 			win.before = w.setGOGC(nudgedGOGC)
 			if w.inWindow != nil {

@@ -1,6 +1,7 @@
 package gcstep
 
 import (
+	"cmp"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -101,9 +102,14 @@ func TestRuntimeBackgroundCycleRestoresGOGC(t *testing.T) {
 		// Rare here; the stats say which price or rule declined.
 		t.Fatalf("cycles started: got %d, want 1; stats %+v", st.CyclesBackground, st)
 	}
+	// The cycle marks with a stand-in (see inliner.start); the first
+	// look after it has ended puts the program's GOGC back.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		garbage(64 << 10) // the runtime starts the cycle at an allocation
+		rt.mu.Lock()
+		rt.look(rt.env.now())
+		rt.mu.Unlock()
 		p := gogc()
 		if p == 150 {
 			break
@@ -169,7 +175,7 @@ func TestRuntimeStartsABackgroundCycleAndRestoresGOGCAtOnce(t *testing.T) {
 		in.cycle(100 * time.Millisecond) // a known state
 		cycles := gcCycles()
 		garbage(2 << 20)
-		w, started := in.start(100 * time.Millisecond)
+		w, started := in.start(100*time.Millisecond, 0)
 		now := gogc()
 		require.Eventually(t, func() bool { return gcCycles() > cycles }, 10*time.Second, time.Millisecond)
 		in.settle(nil, false)
@@ -185,6 +191,74 @@ func TestRuntimeStartsABackgroundCycleAndRestoresGOGCAtOnce(t *testing.T) {
 		}
 		assert.EqualValues(t, percent, after, "GOGC once the cycle has ended")
 	}
+}
+
+// A started cycle given slack marks with a stand-in GOGC whose heap goal
+// is slack above the heap; readings meanwhile report the program's GOGC
+// and goal, and the program's GOGC is back once the cycle has ended,
+// unless the program set its own meanwhile.
+func TestStartedCycleMarksWithinItsSlack(t *testing.T) {
+	for _, own := range []int{0, 150} {
+		old := debug.SetGCPercent(100)
+		in := newInliner()
+		in.cycle(100 * time.Millisecond) // a known state
+		m := newMetricsReader()
+		var before, during reading
+		m.read(&before)
+		cycles := gcCycles()
+		garbage(1 << 20) // under GOGC=100's 4 MiB goal: no cycle of the runtime's
+		_, started := in.start(100*time.Millisecond, 256<<10)
+		standIn := gogc()
+		m.read(&during)
+		in.programs(&during)
+		if own != 0 {
+			debug.SetGCPercent(own)
+		}
+		require.Eventually(t, func() bool { return gcCycles() > cycles }, 10*time.Second, time.Millisecond)
+		in.settle(nil, false)
+		after := debug.SetGCPercent(old)
+		require.True(t, started)
+		assert.Greater(t, standIn, int64(nudgedGOGC), "GOGC while the cycle marks")
+		assert.Less(t, standIn, int64(100), "GOGC while the cycle marks")
+		assert.Equal(t, 100, during.gogc, "GOGC read while the cycle marks")
+		assert.Equal(t, before.goal, during.goal, "heap goal read while the cycle marks")
+		assert.Equal(t, cmp.Or(own, 100), after, "GOGC once the cycle has ended")
+	}
+}
+
+// markGOGC is the least GOGC whose heap goal reaches slack above the
+// heap, where the runtime's 4 MiB minimum sets the goal and where the
+// live heap does.
+func TestMarkGOGCSetsTheGoalSlackAboveTheHeap(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	var keep [][]byte
+	for _, live := range []int{0, 16 << 20} {
+		for range live / (64 << 10) {
+			keep = append(keep, make([]byte, 64<<10))
+		}
+		runtime.GC()
+		in := newInliner()
+		metrics.Read(in.m)
+		const slack = 1 << 20
+		target := in.m[3].Value.Uint64() + slack
+		g := markGOGC(in.m, slack)
+		// No allocation between setting GOGC and reading the goal: the
+		// heap may be over the new trigger.
+		debug.SetGCPercent(g)
+		metrics.Read(in.s)
+		goal := in.s[1].Value.Uint64()
+		debug.SetGCPercent(g - 1)
+		metrics.Read(in.s)
+		below := in.s[1].Value.Uint64()
+		debug.SetGCPercent(100)
+		assert.GreaterOrEqual(t, goal, target, "live %d MiB: the goal at GOGC=%d", live>>20, g)
+		if g > nudgedGOGC+1 {
+			assert.Less(t, below, target, "live %d MiB: the goal at GOGC=%d", live>>20, g-1)
+		}
+	}
+	runtime.KeepAlive(keep)
+	debug.FreeOSMemory() // 16 MiB of free pages would be the next tests' cushion
 }
 
 func TestRuntimeInlineCycleRestoresGOGC(t *testing.T) {
