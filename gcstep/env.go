@@ -57,6 +57,9 @@ type env struct {
 	// gcCPU is the CPU time the collector has used so far, except
 	// marking on otherwise idle Ps, which costs the program nothing.
 	gcCPU func() time.Duration
+	// procCPU is the CPU time the whole process has used so far, and
+	// false where it cannot be read (see Runtime.inline).
+	procCPU func() (time.Duration, bool)
 	// setGCPercent is debug.SetGCPercent, used to repair GOGC.
 	setGCPercent func(int) int
 	release      func() // return memory to the OS (see releaseMemory)
@@ -101,6 +104,7 @@ func realEnv() env {
 		gc:           in.cycle,
 		start:        in.start,
 		gcCPU:        newCPUReader().read,
+		procCPU:      processCPU,
 		setGCPercent: debug.SetGCPercent,
 		release:      releaseMemory,
 		trim:         debug.FreeOSMemory,

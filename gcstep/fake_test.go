@@ -46,10 +46,14 @@ type world struct {
 	// where the rest of the wall time runs other goroutines).
 	bgDelay, bgCost, kickCost time.Duration
 	cpuPerWall                float64
-	procs                     int           // GOMAXPROCS
-	bgDoneAt                  time.Duration // a started cycle completes then; 0: none pending
-	lastEnd                   time.Duration // when the last cycle completed
-	peak                      uint64        // the most heap objects seen
+	// throttled is how much of each inline cycle's wall time the whole
+	// process could not run (a cgroup quota's throttling); stalled sums
+	// it, and the process's CPU time is the clock less stalled.
+	throttled, stalled time.Duration
+	procs              int           // GOMAXPROCS
+	bgDoneAt           time.Duration // a started cycle completes then; 0: none pending
+	lastEnd            time.Duration // when the last cycle completed
+	peak               uint64        // the most heap objects seen
 
 	// A cycle frees the garbage into free pages that stay resident,
 	// and an allocation takes free pages first. pages, if set, keeps
@@ -121,6 +125,7 @@ func (w *world) env() env {
 			}
 			win.close(w.setGOGC(-1), nudgedGOGC)
 			w.t += w.gcCost
+			w.stalled += w.throttled
 			w.gcCPU += time.Duration(cmp.Or(w.cpuPerWall, 1) * float64(w.gcCost))
 			if !w.unended {
 				w.collected()
@@ -159,6 +164,7 @@ func (w *world) env() env {
 			return win, true
 		},
 		gcCPU:        func() time.Duration { return w.gcCPU },
+		procCPU:      func() (time.Duration, bool) { return w.t - w.stalled, true },
 		setGCPercent: w.setGOGC,
 		release: func() {
 			w.releases++

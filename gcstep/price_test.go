@@ -142,6 +142,21 @@ func TestOnePChargesTheCollectorsCPU(t *testing.T) {
 	}
 }
 
+// Time in which the whole process could not run (a quota's throttling)
+// is not charged to the cap: an inline cycle is charged at most the
+// process's CPU time over it.
+func TestThrottledTimeNotCharged(t *testing.T) {
+	for _, throttled := range []time.Duration{0, 200 * time.Microsecond} {
+		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1))
+		w.gcCost = 300 * time.Microsecond
+		w.throttled = throttled
+		serve(w, rt.Loop(), 2000, 100*time.Microsecond, 16*kib)
+		s := rt.Stats()
+		require.Positive(t, s.CyclesInline, "throttled %v: inline cycles", throttled)
+		assert.Equal(t, w.gcCost-throttled, s.Charged/time.Duration(s.CyclesInline), "throttled %v: charged a cycle", throttled)
+	}
+}
+
 // residentPile is a world with a pacer at GOGC=100 whose first cycle has
 // run after the program allocated past times its heap goal, leaving that
 // pile as free pages, and a Runtime over it made with opts: 256 KiB live,
