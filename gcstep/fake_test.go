@@ -46,9 +46,10 @@ type world struct {
 	// where the rest of the wall time runs other goroutines).
 	bgDelay, bgCost, kickCost time.Duration
 	cpuPerWall                float64
-	// throttled is how much of each inline cycle's wall time the whole
-	// process could not run (a cgroup quota's throttling); stalled sums
-	// it, and the process's CPU time is the clock less stalled.
+	// The process's CPU time is the loop's thread, running on the
+	// clock, and the collector's, on other threads, less stalled:
+	// throttled is how much of that each inline cycle loses (a cgroup
+	// quota's throttling stops every thread).
 	throttled, stalled time.Duration
 	procs              int           // GOMAXPROCS
 	bgDoneAt           time.Duration // a started cycle completes then; 0: none pending
@@ -164,7 +165,7 @@ func (w *world) env() env {
 			return win, true
 		},
 		gcCPU:        func() time.Duration { return w.gcCPU },
-		procCPU:      func() (time.Duration, bool) { return w.t - w.stalled, true },
+		procCPU:      func() (time.Duration, bool) { return w.t + w.gcCPU - w.stalled, true },
 		setGCPercent: w.setGOGC,
 		release: func() {
 			w.releases++

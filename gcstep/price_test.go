@@ -144,16 +144,21 @@ func TestOnePChargesTheCollectorsCPU(t *testing.T) {
 
 // Time in which the whole process could not run (a quota's throttling)
 // is not charged to the cap: an inline cycle is charged at most the
-// process's CPU time over it.
+// process's CPU time over it. Here a cycle holds the loop for 300 µs, and
+// its two threads (the loop's, asleep, and the collector's) lose 450 µs
+// of their 600 to the quota: 150 µs charged.
 func TestThrottledTimeNotCharged(t *testing.T) {
-	for _, throttled := range []time.Duration{0, 200 * time.Microsecond} {
+	for _, c := range []struct{ throttled, charged time.Duration }{
+		{0, 300 * time.Microsecond},
+		{450 * time.Microsecond, 150 * time.Microsecond},
+	} {
 		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1))
 		w.gcCost = 300 * time.Microsecond
-		w.throttled = throttled
+		w.throttled = c.throttled
 		serve(w, rt.Loop(), 2000, 100*time.Microsecond, 16*kib)
 		s := rt.Stats()
-		require.Positive(t, s.CyclesInline, "throttled %v: inline cycles", throttled)
-		assert.Equal(t, w.gcCost-throttled, s.Charged/time.Duration(s.CyclesInline), "throttled %v: charged a cycle", throttled)
+		require.Positive(t, s.CyclesInline, "throttled %v: inline cycles", c.throttled)
+		assert.Equal(t, c.charged, s.Charged/time.Duration(s.CyclesInline), "throttled %v: charged a cycle", c.throttled)
 	}
 }
 

@@ -49,12 +49,16 @@ import (
 // false at once (the other is doing the work there is), except with a
 // zero budget, which waits for the other to finish and answers.
 //
-// A Runtime changes the process's GOGC only for the moment it takes to
-// start a cycle: to 1 % while it starts one; an inline cycle then waits
-// for its mark phase with GOGC restored. For a program at GOGC=off (and
-// no memory limit) a cycle ends with a finite stand-in instead, put back
-// to off once the cycle has ended, so that the runtime does not turn on
-// huge pages for its heap metadata (see doc/policy.md). A call to
+// A Runtime changes the process's GOGC for the moment it takes to start a
+// cycle: to 1 % while it starts one; an inline cycle then waits for its
+// mark phase with GOGC restored. A started cycle marks with a lower
+// stand-in, whose heap goal is a quarter of its pile above the heap, so
+// that the program's allocations meanwhile meet the runtime's assists;
+// the first look after the cycle's end puts the program's GOGC back. For
+// a program at GOGC=off (and no memory limit) a cycle ends with a finite
+// stand-in instead, put back to off once the cycle has ended, so that the
+// runtime does not turn on huge pages for its heap metadata (see
+// doc/policy.md). A call to
 // debug.SetGCPercent by the program inside such a moment is kept, and a
 // program that saves and restores around it is repaired at the next step
 // (see doc/policy.md). Use one Runtime per process.
@@ -79,6 +83,8 @@ type Runtime struct {
 		pending bool
 		cycles  uint64        // cycle count when it started
 		cpu     time.Duration // env.gcCPU when it started
+		proc    time.Duration // env.procCPU when it started
+		procOK  bool          // and whether it could be read
 		charge  time.Duration // what it was charged in advance
 		at      time.Duration // when it started
 		live    uint64        // the live heap then
@@ -535,8 +541,10 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 	// the pacer (10.7 MiB); charged at most the process's CPU time,
 	// 8.5 (bench/README.md, "A started cycle marks within its slack").
 	charge := d
+	spent := time.Duration(-1) // the process's CPU time over the cycle, if known
 	if now, ok := rt.env.procCPU(); ok && procOK && now-proc > 0 {
-		charge = min(charge, now-proc)
+		spent = now - proc
+		charge = min(charge, spent)
 	}
 	rt.stats.CyclesInline++
 	rt.stats.CycleTime += d
@@ -552,12 +560,16 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 		rt.bg.pending = true
 		rt.bg.cycles = cycles
 		rt.bg.cpu = cpu
+		rt.bg.proc, rt.bg.procOK = proc, procOK
 		rt.bg.charge = charge
 		rt.bg.at = end
 		rt.bg.live = live
 		rt.bg.inline = true
 	} else {
 		used := rt.env.gcCPU() - cpu
+		if spent > 0 {
+			used = min(used, spent) // see settleBackground
+		}
 		rt.p.inlineCPU.learn(used, model(live))
 		if rt.env.procs() == 1 && used > 0 {
 			// With one P the cycle's wall time beyond the collector's
@@ -578,10 +590,9 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 // cycle's lost garbage is priced over its mark time all the same, and
 // that time, learned from the cycles before, is what the slack shortens.
 // On the footprint lab's urandom child with both CPUs (12 rotated
-// rounds), a quarter held the peak at 7.99 MiB and a half at 8.07,
-// against 11.07 with the program's goal and 8.18 at GOGC=25; a quarter
-// and a half cost the same CPU (bench/README.md, "A started cycle marks
-// within its slack").
+// rounds), a quarter held the peak at 8.06 MiB, a half at 8.34, a whole
+// pile at 8.82, against 10.55 with the program's goal and 8.18 at
+// GOGC=25 (bench/README.md, "A started cycle marks within its slack").
 const markSlackShare = 4
 
 // background starts a cycle for the runtime to run concurrently and
@@ -590,6 +601,7 @@ const markSlackShare = 4
 // rt.mu must be held.
 func (rt *Runtime) background(garbage uint64, budget, now time.Duration) (started bool) {
 	cpu := rt.env.gcCPU()
+	proc, procOK := rt.env.procCPU()
 	w, started := rt.env.start(budget, garbage/markSlackShare)
 	rt.trap.arm(w)
 	end := rt.env.now()
@@ -601,6 +613,7 @@ func (rt *Runtime) background(garbage uint64, budget, now time.Duration) (starte
 	rt.bg.pending = true
 	rt.bg.cycles = rt.r.cycles
 	rt.bg.cpu = cpu
+	rt.bg.proc, rt.bg.procOK = proc, procOK
 	rt.bg.charge = charge
 	rt.bg.at = now
 	rt.bg.live = rt.r.live
@@ -625,6 +638,12 @@ func (rt *Runtime) settleBackground(done bool) {
 		}
 	}
 	used := max(rt.env.gcCPU()-rt.bg.cpu, 0)
+	if now, ok := rt.env.procCPU(); ok && rt.bg.procOK && now-rt.bg.proc > 0 {
+		// The collector's CPU time is the runtime's estimate from the
+		// time its Ps spent collecting, which a quota's throttling
+		// stretches; the process cannot have used more than it did.
+		used = min(used, now-rt.bg.proc)
+	}
 	if rt.bg.inline {
 		rt.charge(used - min(used, rt.bg.charge)) // its wall was charged already
 	} else {
