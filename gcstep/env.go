@@ -83,6 +83,10 @@ type env struct {
 	// program's GOGC is off, without a memory limit, and the heap goal
 	// read meanwhile is the stand-in's.
 	standing func() bool
+	// marking reports whether a started cycle's stand-in for a finite
+	// GOGC is in place (see inliner.start): settle puts the program's
+	// GOGC back once the cycle has ended.
+	marking func() bool
 }
 
 // realEnv is the environment over the Go runtime.
@@ -113,6 +117,7 @@ func realEnv() env {
 		procs:        func() int { return runtime.GOMAXPROCS(0) },
 		settle:       func(force bool) { in.settle(nil, force) },
 		standing:     func() bool { return in.standIn != 0 && in.standInFor < 0 },
+		marking:      func() bool { return in.standIn != 0 && in.standInFor >= 0 },
 	}
 }
 
@@ -201,7 +206,8 @@ func (c *cpuReader) read() time.Duration {
 // How: GOGC is set to 1 %, so that the heap is over the trigger; an
 // allocation too large for the size classes (those check the trigger
 // every time) starts the cycle; GOGC is restored at once, unless the
-// program set its own meanwhile; then the step sleeps in short steps
+// program set its own meanwhile (a started cycle gets a stand-in instead:
+// see start); then the step sleeps in short steps
 // (markPoll) until the cycle count moves. It used to wait in
 // debug.SetGCPercent(-1), which returns when the mark phase ends, but
 // a cycle that ends with GOGC off ends with an unbounded heap goal, and

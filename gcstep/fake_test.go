@@ -179,6 +179,7 @@ func (w *world) env() env {
 		procs:      func() int { return w.procs },
 		settle:     func(bool) {},
 		standing:   func() bool { return false },
+		marking:    func() bool { return false },
 		spawn: func(f func()) {
 			w.spawnCount++
 			w.spawned = append(w.spawned, f)

@@ -177,6 +177,7 @@ func (l *Loop) Lull() bool {
 	if closed || rt.closed.Load() {
 		return false
 	}
+	rt.settleMarking()
 	return now >= time.Duration(rt.dueAt.Load())
 }
 

@@ -122,6 +122,9 @@ type Runtime struct {
 	// collects, and Busy needs no overshoot (see busyOvershoot).
 	unbounded atomic.Bool
 	busyAt    atomic.Int64 // Busy looks again no sooner than this (env.now, ns)
+	// marking says a started cycle's stand-in GOGC may still be in
+	// place (see settleMarking).
+	marking atomic.Bool
 	// cycleAt is when the cycle priced at cycleLoop's last idle moment
 	// falls due (env.now, ns; 0: none is), so that the loop's NextStep
 	// ends its wait then (see Loop.NextStep).
@@ -325,6 +328,7 @@ func (rt *Runtime) step(l *Loop, budget time.Duration) (more bool) {
 // held.
 func (rt *Runtime) look(now time.Duration) {
 	rt.env.settle(false)
+	rt.marking.Store(rt.env.marking())
 	rt.env.read(&rt.r)
 	rt.unbounded.Store(noGoal(rt.r.goal) || rt.env.standing())
 	rt.observe(now)
@@ -484,6 +488,7 @@ func (rt *Runtime) busy(l *Loop) {
 	if rt.closed.Load() || !rt.cfg.background {
 		return
 	}
+	rt.settleMarking()
 	now := rt.env.now()
 	if now < time.Duration(rt.dueAt.Load()) || now < time.Duration(rt.busyAt.Load()) {
 		return
@@ -504,6 +509,22 @@ func (rt *Runtime) busy(l *Loop) {
 	if at := now + busyLookGap; time.Duration(rt.busyAt.Load()) < at {
 		rt.busyAt.Store(int64(at))
 	}
+}
+
+// settleMarking puts the program's GOGC back after a started cycle that
+// marked with a stand-in, once the cycle has ended, if no other goroutine
+// holds the Runtime. Lull and Busy call it at every dispatch while the
+// stand-in is in place: left there past the cycle's end, the stand-in
+// sets the runtime's next trigger, and a server whose loops kept
+// dispatching between two looks ran the runtime's own cycles at it one
+// after another (the RESP server: 431 cycles a session against 111).
+func (rt *Runtime) settleMarking() {
+	if !rt.marking.Load() || !rt.mu.TryLock() {
+		return
+	}
+	rt.env.settle(false)
+	rt.marking.Store(rt.env.marking())
+	rt.mu.Unlock()
 }
 
 // busyLookGap is the least time between two looks of Busy: a look reads
@@ -609,6 +630,7 @@ func (rt *Runtime) background(garbage uint64, budget, now time.Duration) (starte
 	if !started {
 		return false
 	}
+	rt.marking.Store(rt.env.marking())
 	charge := rt.p.bgCPU.of(rt.r.live)
 	rt.bg.pending = true
 	rt.bg.cycles = rt.r.cycles
