@@ -103,13 +103,11 @@ func TestRuntimeBackgroundCycleRestoresGOGC(t *testing.T) {
 		t.Fatalf("cycles started: got %d, want 1; stats %+v", st.CyclesBackground, st)
 	}
 	// The cycle marks with a stand-in (see inliner.start); the first
-	// look after it has ended puts the program's GOGC back.
+	// dispatch after it has ended puts the program's GOGC back.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		garbage(64 << 10) // the runtime starts the cycle at an allocation
-		rt.mu.Lock()
-		rt.look(rt.env.now())
-		rt.mu.Unlock()
+		rt.Lull()
 		p := gogc()
 		if p == 150 {
 			break

@@ -515,9 +515,10 @@ func (rt *Runtime) busy(l *Loop) {
 // marked with a stand-in, once the cycle has ended, if no other goroutine
 // holds the Runtime. Lull and Busy call it at every dispatch while the
 // stand-in is in place: left there past the cycle's end, the stand-in
-// sets the runtime's next trigger, and a server whose loops kept
-// dispatching between two looks ran the runtime's own cycles at it one
-// after another (the RESP server: 431 cycles a session against 111).
+// sets the runtime's next trigger, and a loop that dispatches without
+// stepping (Lull says no cycle is due) would look again only a
+// millisecond or more later, with the runtime's own cycles at that
+// trigger meanwhile.
 func (rt *Runtime) settleMarking() {
 	if !rt.marking.Load() || !rt.mu.TryLock() {
 		return
