@@ -94,7 +94,9 @@ func WithExchangeRate(x float64) Option {
 // is reported, up to 100 ms worth, and starts full. Inline cycles and
 // releases pay their wall time (with GOMAXPROCS=1 an inline cycle the
 // collector's CPU time, as the rest of its wall time runs the program's
-// other goroutines); background cycles the collector's CPU time. When
+// other goroutines; an inline cycle never more than the process's CPU
+// time, as a cgroup quota's throttling stops the loop cycle or not);
+// background cycles the collector's CPU time, at most the process's. When
 // the cap runs short, cycles wait for the bucket to refill, and each
 // then collects more garbage: fewer cycles, not none.
 //
