@@ -51,10 +51,11 @@ import (
 //
 // A Runtime changes the process's GOGC for the moment it takes to start a
 // cycle: to 1 % while it starts one; an inline cycle then waits for its
-// mark phase with GOGC restored. A started cycle marks with a lower
-// stand-in, whose heap goal is a quarter of its pile above the heap, so
-// that the program's allocations meanwhile meet the runtime's assists;
-// the first look after the cycle's end puts the program's GOGC back. For
+// mark phase with GOGC restored. With WithMarkSlack a started cycle marks
+// with a lower stand-in, whose heap goal is that share of its pile above
+// the heap, so that the program's allocations meanwhile meet the
+// runtime's assists; the first dispatch or step after the cycle's end
+// puts the program's GOGC back. For
 // a program at GOGC=off (and no memory limit) a cycle ends with a finite
 // stand-in instead, put back to off once the cycle has ended, so that the
 // runtime does not turn on huge pages for its heap metadata (see
@@ -607,16 +608,6 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 	rt.observe(end)
 }
 
-// markSlackShare sets how far the heap may grow while a started cycle
-// marks: a quarter of the garbage it collects (see inliner.start). The
-// cycle's lost garbage is priced over its mark time all the same, and
-// that time, learned from the cycles before, is what the slack shortens.
-// On the footprint lab's urandom child with both CPUs (12 rotated
-// rounds), a quarter held the peak at 8.06 MiB, a half at 8.34, a whole
-// pile at 8.82, against 10.55 with the program's goal and 8.18 at
-// GOGC=25 (bench/README.md, "A started cycle marks within its slack").
-const markSlackShare = 4
-
 // background starts a cycle for the runtime to run concurrently and
 // charges the cap the price it was started at, settled when the cycle
 // completes against the collector's CPU time measured meanwhile.
@@ -624,7 +615,11 @@ const markSlackShare = 4
 func (rt *Runtime) background(garbage uint64, budget, now time.Duration) (started bool) {
 	cpu := rt.env.gcCPU()
 	proc, procOK := rt.env.procCPU()
-	w, started := rt.env.start(budget, garbage/markSlackShare)
+	// With WithMarkSlack, what the program allocates while the cycle
+	// marks stays under that share of the pile (see inliner.start). Its
+	// lost garbage is priced over the mark time all the same, and that
+	// time, learned from the cycles before, is what the slack shortens.
+	w, started := rt.env.start(budget, uint64(rt.cfg.markSlack*float64(garbage)))
 	rt.trap.arm(w)
 	end := rt.env.now()
 	rt.p.kick.add(float64(max(end-now, 1)))

@@ -385,6 +385,9 @@ func TestOptionsOutOfRangePanic(t *testing.T) {
 		{"infinite rate", WithExchangeRate(math.Inf(1))},
 		{"zero garbage", WithMinGarbage(0)},
 		{"negative delay", WithReleaseDelay(-time.Second)},
+		{"negative slack", WithMarkSlack(-0.25)},
+		{"NaN slack", WithMarkSlack(math.NaN())},
+		{"infinite slack", WithMarkSlack(math.Inf(1))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -404,8 +407,9 @@ func TestNilOptionSkipped(t *testing.T) {
 
 func TestOptionsInRangeAccepted(t *testing.T) {
 	_, rt := newTest(t, WithCPUCap(1), WithCPUCap(0.001), WithExchangeRate(1e-9), WithExchangeRate(1e9),
-		WithMinGarbage(1), WithReleaseDelay(0), WithBackground(false))
+		WithMinGarbage(1), WithReleaseDelay(0), WithBackground(false), WithMarkSlack(0.25))
 	assert.Equal(t, 0.001, rt.cfg.cpuCap)
+	assert.Equal(t, 0.25, rt.cfg.markSlack)
 	assert.EqualValues(t, 1, rt.cfg.minGarbage)
 	assert.Equal(t, 1e9, rt.cfg.exchange)
 	assert.False(t, rt.cfg.background)

@@ -281,6 +281,13 @@ func runChild(spec ChildSpec) RunResult {
 		}
 		opts = append(opts, gcstep.WithExchangeRate(spec.ExchangeRate))
 	}
+	if spec.MarkSlack != 0 {
+		if !(spec.MarkSlack > 0) || math.IsInf(spec.MarkSlack, 0) {
+			res.Error = fmt.Sprintf("mark_slack %v: must be positive and finite", spec.MarkSlack)
+			return res
+		}
+		opts = append(opts, gcstep.WithMarkSlack(spec.MarkSlack))
+	}
 	var log *decisionLog
 	if spec.Decisions != "" {
 		l, err := newDecisionLog(decisionLogSize)

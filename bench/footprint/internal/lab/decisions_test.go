@@ -102,6 +102,14 @@ func TestChildExchangeRate(t *testing.T) {
 	assert.Contains(t, res.Error, "exchange_rate -1")
 }
 
+// A mark slack that is not positive is refused, as the option would
+// panic in the child.
+func TestChildMarkSlackRefused(t *testing.T) {
+	res := runChild(ChildSpec{Workload: "paced", Stepping: "default", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
+		Quick: true, SampleEvery: 10 * time.Millisecond, MarkSlack: -1})
+	assert.Contains(t, res.Error, "mark_slack -1")
+}
+
 // A child with a past runs its workload after the warm-up, whose pages
 // its RSS still counts; a negative warm-up is refused.
 func TestChildWarmUp(t *testing.T) {

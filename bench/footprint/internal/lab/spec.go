@@ -97,6 +97,10 @@ type ChildSpec struct {
 	// buys (bench/README.md, "The exchange rate on the paced stream");
 	// 0 keeps the default.
 	ExchangeRate float64 `json:"exchange_rate,omitempty"`
+	// MarkSlack, if set, is passed to the runtime and default policies
+	// as gcstep.WithMarkSlack (bench/README.md, "A started cycle marks
+	// within its slack"); 0 keeps the default.
+	MarkSlack float64 `json:"mark_slack,omitempty"`
 	// WarmupMiB, if set, makes the child a program with a past: before
 	// the workload (and before its stepper is made) it allocates that
 	// many MiB in 64 KiB buffers it writes, 2 MiB of them live at a
