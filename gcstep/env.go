@@ -46,8 +46,8 @@ type env struct {
 	gc   func(budget time.Duration) window // a whole cycle, inline (see inliner)
 	// start starts a cycle for the runtime to run concurrently and
 	// returns at once; the cycle marks with a heap goal slack above the
-	// heap at its start where the program's goal is further (see
-	// inliner.start). started is false if the runtime would not start
+	// heap at its start where the program's goal is further, and at the
+	// program's goal with slack 0 (see inliner.start). started is false if the runtime would not start
 	// one now.
 	start func(budget time.Duration, slack uint64) (w window, started bool)
 	// cycleEnd is when the last completed cycle's mark phase ended, on
@@ -58,7 +58,7 @@ type env struct {
 	// marking on otherwise idle Ps, which costs the program nothing.
 	gcCPU func() time.Duration
 	// procCPU is the CPU time the whole process has used so far, and
-	// false where it cannot be read (see Runtime.inline).
+	// false where it cannot be read (see Runtime.procSince).
 	procCPU func() (time.Duration, bool)
 	// setGCPercent is debug.SetGCPercent, used to repair GOGC.
 	setGCPercent func(int) int

@@ -144,9 +144,9 @@ func WithMarkSlack(share float64) Option {
 
 // WithBackground says whether a step may start a cycle it cannot finish
 // within its budget, from a loop that is idle most of the time. Default
-// true: the step starts a concurrent cycle and restores GOGC at once, so
-// the program's allocations during it are paced by the program's own GOGC,
-// and the caller is not stalled. With false such steps decline, and only
+// true: the step starts a concurrent cycle and restores GOGC at once
+// (unless WithMarkSlack), so the program's allocations during it are
+// paced by the program's own GOGC, and the caller is not stalled. With false such steps decline, and only
 // cycles that fit the budget run.
 func WithBackground(on bool) Option {
 	return func(c *config) { c.background = on }

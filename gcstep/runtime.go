@@ -84,8 +84,7 @@ type Runtime struct {
 		pending bool
 		cycles  uint64        // cycle count when it started
 		cpu     time.Duration // env.gcCPU when it started
-		proc    time.Duration // env.procCPU when it started
-		procOK  bool          // and whether it could be read
+		proc    time.Duration // the process's CPU time when it started (procMark)
 		charge  time.Duration // what it was charged in advance
 		at      time.Duration // when it started
 		live    uint64        // the live heap then
@@ -328,8 +327,7 @@ func (rt *Runtime) step(l *Loop, budget time.Duration) (more bool) {
 // look reads the heap and updates what the policy knows. rt.mu must be
 // held.
 func (rt *Runtime) look(now time.Duration) {
-	rt.env.settle(false)
-	rt.marking.Store(rt.env.marking())
+	rt.settleStandIn()
 	rt.env.read(&rt.r)
 	rt.unbounded.Store(noGoal(rt.r.goal) || rt.env.standing())
 	rt.observe(now)
@@ -524,9 +522,35 @@ func (rt *Runtime) settleMarking() {
 	if !rt.marking.Load() || !rt.mu.TryLock() {
 		return
 	}
+	rt.settleStandIn()
+	rt.mu.Unlock()
+}
+
+// settleStandIn puts the program's GOGC back after a cycle that ran with
+// a stand-in, if it has ended (env.settle), and records whether a started
+// cycle's stand-in is still in place. rt.mu must be held.
+func (rt *Runtime) settleStandIn() {
 	rt.env.settle(false)
 	rt.marking.Store(rt.env.marking())
-	rt.mu.Unlock()
+}
+
+// procMark reads the process's CPU time for procSince; -1 where it
+// cannot be read.
+func (rt *Runtime) procMark() time.Duration {
+	if d, ok := rt.env.procCPU(); ok {
+		return d
+	}
+	return -1
+}
+
+// procSince is the CPU time the process used since mark (procMark), and
+// false where either reading is unknown or none was used.
+func (rt *Runtime) procSince(mark time.Duration) (time.Duration, bool) {
+	now, ok := rt.env.procCPU()
+	if mark < 0 || !ok || now <= mark {
+		return 0, false
+	}
+	return now - mark, true
 }
 
 // busyLookGap is the least time between two looks of Busy: a look reads
@@ -552,7 +576,7 @@ const recheck = time.Millisecond
 func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 	live, cycles := rt.r.live, rt.r.cycles
 	cpu := rt.env.gcCPU()
-	proc, procOK := rt.env.procCPU()
+	proc := rt.procMark()
 	rt.trap.arm(rt.env.gc(budget))
 	end := rt.env.now()
 	d := end - start
@@ -564,9 +588,8 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 	// the pacer (10.7 MiB); charged at most the process's CPU time,
 	// 8.5 (bench/README.md, "A started cycle marks within its slack").
 	charge := d
-	spent := time.Duration(-1) // the process's CPU time over the cycle, if known
-	if now, ok := rt.env.procCPU(); ok && procOK && now-proc > 0 {
-		spent = now - proc
+	spent, spentOK := rt.procSince(proc) // the process's CPU time over the cycle
+	if spentOK {
 		charge = min(charge, spent)
 	}
 	rt.stats.CyclesInline++
@@ -583,14 +606,14 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 		rt.bg.pending = true
 		rt.bg.cycles = cycles
 		rt.bg.cpu = cpu
-		rt.bg.proc, rt.bg.procOK = proc, procOK
+		rt.bg.proc = proc
 		rt.bg.charge = charge
 		rt.bg.at = end
 		rt.bg.live = live
 		rt.bg.inline = true
 	} else {
 		used := rt.env.gcCPU() - cpu
-		if spent > 0 {
+		if spentOK {
 			used = min(used, spent) // see settleBackground
 		}
 		rt.p.inlineCPU.learn(used, model(live))
@@ -614,7 +637,7 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 // rt.mu must be held.
 func (rt *Runtime) background(garbage uint64, budget, now time.Duration) (started bool) {
 	cpu := rt.env.gcCPU()
-	proc, procOK := rt.env.procCPU()
+	proc := rt.procMark()
 	// With WithMarkSlack, what the program allocates while the cycle
 	// marks stays under that share of the pile (see inliner.start). Its
 	// lost garbage is priced over the mark time all the same, and that
@@ -631,7 +654,7 @@ func (rt *Runtime) background(garbage uint64, budget, now time.Duration) (starte
 	rt.bg.pending = true
 	rt.bg.cycles = rt.r.cycles
 	rt.bg.cpu = cpu
-	rt.bg.proc, rt.bg.procOK = proc, procOK
+	rt.bg.proc = proc
 	rt.bg.charge = charge
 	rt.bg.at = now
 	rt.bg.live = rt.r.live
@@ -656,11 +679,11 @@ func (rt *Runtime) settleBackground(done bool) {
 		}
 	}
 	used := max(rt.env.gcCPU()-rt.bg.cpu, 0)
-	if now, ok := rt.env.procCPU(); ok && rt.bg.procOK && now-rt.bg.proc > 0 {
+	if spent, ok := rt.procSince(rt.bg.proc); ok {
 		// The collector's CPU time is the runtime's estimate from the
 		// time its Ps spent collecting, which a quota's throttling
 		// stretches; the process cannot have used more than it did.
-		used = min(used, now-rt.bg.proc)
+		used = min(used, spent)
 	}
 	if rt.bg.inline {
 		rt.charge(used - min(used, rt.bg.charge)) // its wall was charged already
