@@ -93,7 +93,7 @@ func TestRuntimeBackgroundCycleRestoresGOGC(t *testing.T) {
 	// far as the pacer's trigger, and the stepper would leave the
 	// cycle to the pacer (DeclinedCushion).
 	debug.FreeOSMemory()
-	rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1), eager)
+	rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1), eager, WithMarkSlack(0.25))
 	defer rt.Close()
 	garbage(2 << 20)
 	time.Sleep(10 * time.Millisecond) // held for longer than a cycle marks
@@ -102,8 +102,9 @@ func TestRuntimeBackgroundCycleRestoresGOGC(t *testing.T) {
 		// Rare here; the stats say which price or rule declined.
 		t.Fatalf("cycles started: got %d, want 1; stats %+v", st.CyclesBackground, st)
 	}
-	// The cycle marks with a stand-in (see inliner.start); the first
-	// dispatch after it has ended puts the program's GOGC back.
+	// With WithMarkSlack the cycle marks with a stand-in (see
+	// inliner.start); the first dispatch after it has ended puts the
+	// program's GOGC back.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		garbage(64 << 10) // the runtime starts the cycle at an allocation
