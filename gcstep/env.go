@@ -45,11 +45,10 @@ type env struct {
 	read func(*reading)                    // the heap now
 	gc   func(budget time.Duration) window // a whole cycle, inline (see inliner)
 	// start starts a cycle for the runtime to run concurrently and
-	// returns at once; the cycle marks with a heap goal slack above the
-	// heap at its start where the program's goal is further, and at the
-	// program's goal with slack 0 (see inliner.start). started is false if the runtime would not start
-	// one now.
-	start func(budget time.Duration, slack uint64) (w window, started bool)
+	// returns at once; the cycle marks with the heap goal g asks for
+	// (see markGoal and inliner.start). started is false if the runtime
+	// would not start one now.
+	start func(budget time.Duration, g markGoal) (w window, started bool)
 	// cycleEnd is when the last completed cycle's mark phase ended, on
 	// now's clock (debug.ReadGCStats' LastGC); meaningless before the
 	// first cycle.
@@ -77,15 +76,19 @@ type env struct {
 	// settle finishes what a cycle that outlived its step left to do,
 	// once the cycle has ended (with force, at once, or for GOGC=off
 	// waiting for that end): put back the program's GOGC after a cycle
-	// that ran with a stand-in (see inliner).
-	settle func(force bool)
+	// that ran with a stand-in (see inliner). Before that, it gives a
+	// started cycle that has used up its allowance the goal it asked
+	// for, and reports whether it did (see markGoal).
+	settle func(force bool) (goal bool)
 	// standing reports whether a cycle's stand-in GOGC is in place: the
 	// program's GOGC is off, without a memory limit, and the heap goal
 	// read meanwhile is the stand-in's.
 	standing func() bool
 	// marking reports whether a started cycle's stand-in for a finite
-	// GOGC is in place (see inliner.start): settle puts the program's
-	// GOGC back once the cycle has ended.
+	// GOGC is in place (see inliner.start), or a started cycle may yet
+	// take one (markGoal.after): settle puts the program's GOGC back
+	// once the cycle has ended, and sets the stand-in once the
+	// allowance is used up.
 	marking func() bool
 }
 
@@ -115,9 +118,9 @@ func realEnv() env {
 		faultProbe:   probeFault,
 		spawn:        func(f func()) { go f() },
 		procs:        func() int { return runtime.GOMAXPROCS(0) },
-		settle:       func(force bool) { in.settle(nil, force) },
+		settle:       func(force bool) bool { return in.settle(nil, force) },
 		standing:     func() bool { return in.standIn != 0 && in.standInFor < 0 },
-		marking:      func() bool { return in.standIn != 0 && in.standInFor >= 0 },
+		marking:      func() bool { return in.standIn != 0 && in.standInFor >= 0 || in.late.cycles != 0 },
 	}
 }
 
@@ -258,6 +261,43 @@ type inliner struct {
 	standInCycles uint64
 	standInFor    int
 	standInGoal   uint64
+
+	// A started cycle that takes its goal once the program has
+	// allocated its allowance (markGoal.after) during its mark.
+	late lateGoal
+}
+
+// A markGoal is the heap goal a started cycle marks with. The runtime
+// paces its assists by the goal: the program's allocations during the
+// mark help mark in proportion to how near the heap comes to it. At the
+// program's own goal (GOGC=100: twice the live heap, at least 4 MiB) a
+// small heap meets no assists at all, and a cycle that marks for
+// milliseconds on a share of a P beside an allocating program leaves
+// everything allocated meanwhile for the next cycle. With slack > 0 the
+// cycle marks with a stand-in GOGC whose goal is slack above the heap
+// (markGOGC), where the program's own goal is further: from the start
+// if after is 0, and otherwise once the program has allocated after
+// bytes since the start, from the first settle that sees it. Assists
+// then bound what the rest of the mark leaves behind to about slack,
+// and a mark that ends within its allowance meets none.
+type markGoal struct {
+	slack uint64 // the goal above the heap; 0: the program's goal throughout
+	after uint64 // the program's allocations the mark lets pass before the goal is set
+}
+
+// A lateGoal is a started cycle that sets its goal once its allowance is
+// used up (markGoal.after): the cycle count before it (0: none armed,
+// else that count plus one), the heap's objects at its start, the goal's
+// slack, the GOGC it stands in for (the program's, or -1 where the
+// program is at GOGC=off and offStandIn is in place) and the program's
+// heap goal, which readings report meanwhile.
+type lateGoal struct {
+	cycles  uint64
+	objects uint64
+	after   uint64
+	slack   uint64
+	gogc    int
+	goal    uint64
 }
 
 func newInliner() *inliner {
@@ -287,7 +327,7 @@ const (
 func (in *inliner) cycle(budget time.Duration) window {
 	metrics.Read(in.s)
 	before := in.s[0].Value.Uint64()
-	w, started := in.kick(budget, true, 0)
+	w, started := in.kick(budget, true, markGoal{})
 	if !started {
 		metrics.Read(in.s)
 		if in.s[0].Value.Uint64() == before {
@@ -306,39 +346,36 @@ func (in *inliner) cycle(budget time.Duration) window {
 	return w
 }
 
-// start starts a cycle and returns as soon as it runs. The runtime marks
-// concurrently, and paces its assists by the heap goal: the program's
-// allocations during the mark help mark in proportion to how near the
-// heap comes to the goal. At the program's own goal (GOGC=100: twice the
-// live heap, at least 4 MiB) a small heap meets no assists at all, and a
-// cycle that marks for milliseconds on a share of a P beside an
-// allocating program leaves everything allocated meanwhile for the next
-// cycle: on the urandom workload with both CPUs 1.5-2 MiB, which set the
-// stepper's peak at GOGC=100's. So the cycle marks with a stand-in GOGC
-// whose goal is slack above the heap at the start (markGOGC), where the
-// program's own goal is further, and the program's GOGC is back once
-// the cycle has ended (settle). Holding GOGC at 1 % for the whole cycle,
-// as an earlier version did, made every allocation during the mark phase
-// pay assists as if the heap were far over its goal. For a program at
-// GOGC=off the stand-in is offStandIn, until the cycle has ended (see
-// inliner). It yields to the sweeper for at most half of budget and
-// reports false if no cycle could start.
-func (in *inliner) start(budget time.Duration, slack uint64) (window, bool) {
-	return in.kick(budget, false, slack)
+// start starts a cycle and returns as soon as it runs. The cycle marks
+// concurrently with the goal g asks for (see markGoal): a stand-in GOGC
+// whose goal is g.slack above the heap, from the start or once the
+// program has allocated g.after during the mark, and the program's GOGC
+// is back once the cycle has ended (settle). Holding GOGC at 1 % for the
+// whole cycle, as an earlier version did, made every allocation during
+// the mark phase pay assists as if the heap were far over its goal. For
+// a program at GOGC=off the stand-in is offStandIn until the cycle has
+// ended (see inliner), and g's goal where that is nearer. It yields to
+// the sweeper for at most half of budget and reports false if no cycle
+// could start.
+func (in *inliner) start(budget time.Duration, g markGoal) (window, bool) {
+	return in.kick(budget, false, g)
 }
 
 // kick opens the window: GOGC to 1 %, the trigger allocation, GOGC
 // restored (or a stand-in set: offStandIn for a program at GOGC=off, and
-// with slack the goal slack above the heap). With wait it then sleeps in
+// g's goal if it has no allowance; one with an allowance is armed for
+// settle to set). With wait it then sleeps in
 // steps of markPoll until the cycle count moves (the mark phase is over)
 // or budget has passed since it began; a cycle still marking then goes on
 // concurrently. It reports false only if no cycle could start (see
 // inliner).
-func (in *inliner) kick(budget time.Duration, wait bool, slack uint64) (w window, started bool) {
+func (in *inliner) kick(budget time.Duration, wait bool, g markGoal) (w window, started bool) {
 	// A stand-in left by an earlier cycle is not the program's GOGC; a
 	// finite one goes back even if that cycle still marks, so that the
-	// window opens on the program's own value.
+	// window opens on the program's own value. A goal armed for an
+	// earlier cycle is that cycle's.
 	in.settle(nil, in.standIn != 0 && in.standInFor >= 0)
+	in.late = lateGoal{}
 	start := time.Now()
 	metrics.Read(in.s)
 	before := in.s[0].Value.Uint64()
@@ -366,10 +403,10 @@ func (in *inliner) kick(budget time.Duration, wait bool, slack uint64) (w window
 		case w.needsStandIn():
 			standIn = offStandIn
 			restore = standIn
-		case slack > 0 && w.before > nudgedGOGC:
+		case g.slack > 0 && g.after == 0 && w.before > nudgedGOGC:
 			metrics.Read(in.m)
-			if g := markGOGC(in.m, slack); g < w.before {
-				standIn = g
+			if p := markGOGC(in.m, g.slack); p < w.before {
+				standIn = p
 				restore = standIn
 			}
 		}
@@ -387,6 +424,13 @@ func (in *inliner) kick(budget time.Duration, wait bool, slack uint64) (w window
 			break
 		}
 	}
+	if !wait && g.slack > 0 && g.after > 0 && (standIn == 0 && w.before > nudgedGOGC || standIn == offStandIn) {
+		metrics.Read(in.m)
+		in.late = lateGoal{cycles: before + 1, objects: in.m[3].Value.Uint64(), after: g.after, slack: g.slack, gogc: w.before, goal: goal}
+		if standIn == offStandIn {
+			in.late.gogc = -1
+		}
+	}
 	if standIn != 0 {
 		// The program's GOGC goes back now if the cycle has ended,
 		// else at a later look.
@@ -396,14 +440,19 @@ func (in *inliner) kick(budget time.Duration, wait bool, slack uint64) (w window
 	return w, true
 }
 
-// settle puts the program's GOGC back after a cycle that ran with a
-// stand-in, once the cycle has ended. With force (Close) a finite GOGC goes
-// back at once, and GOGC=off once the cycle has ended, waiting for that
-// for at most backgroundTimeout. A value the program set meanwhile stays,
-// and is recorded in w if the step that set the stand-in is still open.
-func (in *inliner) settle(w *window, force bool) {
+// settle sets the goal of a started cycle that has used up its
+// allowance (lateLook), and reports whether it did. It puts the
+// program's GOGC back after a cycle that ran with a stand-in, once the
+// cycle has ended. With force (Close) a finite GOGC goes back at once,
+// and GOGC=off once the cycle has ended, waiting for that for at most
+// backgroundTimeout. A value the program set meanwhile stays, and is
+// recorded in w if the step that set the stand-in is still open.
+func (in *inliner) settle(w *window, force bool) (goal bool) {
+	if in.late.cycles != 0 {
+		goal = in.lateLook(force)
+	}
 	if in.standIn == 0 {
-		return
+		return goal
 	}
 	metrics.Read(in.s)
 	if w == nil {
@@ -417,7 +466,7 @@ func (in *inliner) settle(w *window, force bool) {
 			in.restore(w, in.standIn)
 			in.standIn = 0
 		}
-		return
+		return goal
 	}
 	if force {
 		// Closing: wait for the cycle to end, as long as a started
@@ -430,10 +479,47 @@ func (in *inliner) settle(w *window, force bool) {
 	if in.s[0].Value.Uint64() != in.standInCycles {
 		runtime.ReadMemStats(&in.ms) // waits for the cycle's end
 	} else if !force {
-		return // still marking
+		return goal // still marking
 	}
 	in.restore(w, in.standIn)
 	in.standIn = 0
+	return goal
+}
+
+// lateLook sets the goal of a started cycle armed with an allowance
+// (markGoal.after) once the program has allocated that much since the
+// cycle started, and reports whether it did. It disarms once the cycle
+// has ended, with force, once it set the goal, and where the GOGC in
+// place is already as low or the program has set its own.
+func (in *inliner) lateLook(force bool) bool {
+	l := in.late
+	metrics.Read(in.s)
+	if force || in.s[0].Value.Uint64() != l.cycles-1 {
+		in.late = lateGoal{} // the cycle has ended
+		return false
+	}
+	metrics.Read(in.m)
+	if in.m[3].Value.Uint64() < l.objects+l.after {
+		return false
+	}
+	in.late = lateGoal{}
+	cur := l.gogc
+	if in.standIn != 0 {
+		cur = in.standIn // offStandIn, for a program at GOGC=off
+	}
+	p := markGOGC(in.m, l.slack)
+	if cur >= 0 && p >= cur {
+		return false
+	}
+	if got := debug.SetGCPercent(p); got != cur {
+		debug.SetGCPercent(got) // the program set its own meanwhile: it stays
+		return false
+	}
+	in.standIn, in.standInCycles, in.standInFor = p, l.cycles-1, l.gogc
+	if l.gogc >= 0 {
+		in.standInGoal = l.goal
+	}
+	return true
 }
 
 // restore puts the program's GOGC (w.before) back after a cycle that ran

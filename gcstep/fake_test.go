@@ -21,7 +21,7 @@ type world struct {
 	noStart   bool          // start reports that no cycle could start
 	unended   bool          // gc returns with the cycle still marking: the test completes it
 	quickBG   bool          // a started cycle completes at once, as a small heap's does
-	slack     uint64        // what the last started cycle was asked to mark within
+	mark      markGoal      // the goal the last started cycle was asked to mark with
 
 	gcCPU                   time.Duration // the collector's CPU time so far
 	gcs, starts, releases   int
@@ -140,8 +140,8 @@ func (w *world) env() env {
 			}
 			return win
 		},
-		start: func(_ time.Duration, slack uint64) (window, bool) {
-			w.slack = slack
+		start: func(_ time.Duration, g markGoal) (window, bool) {
+			w.mark = g
 			var win window
 			win.before = w.setGOGC(nudgedGOGC)
 			if w.inWindow != nil {
@@ -177,7 +177,7 @@ func (w *world) env() env {
 		},
 		faultProbe: func() time.Duration { return w.fault },
 		procs:      func() int { return w.procs },
-		settle:     func(bool) {},
+		settle:     func(bool) bool { return false },
 		standing:   func() bool { return false },
 		marking:    func() bool { return false },
 		spawn: func(f func()) {

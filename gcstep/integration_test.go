@@ -176,7 +176,7 @@ func TestRuntimeStartsABackgroundCycleAndRestoresGOGCAtOnce(t *testing.T) {
 		in.cycle(100 * time.Millisecond) // a known state
 		cycles := gcCycles()
 		garbage(2 << 20)
-		w, started := in.start(100*time.Millisecond, 0)
+		w, started := in.start(100*time.Millisecond, markGoal{})
 		now := gogc()
 		require.Eventually(t, func() bool { return gcCycles() > cycles }, 10*time.Second, time.Millisecond)
 		in.settle(nil, false)
@@ -208,7 +208,7 @@ func TestStartedCycleMarksWithinItsSlack(t *testing.T) {
 		m.read(&before)
 		cycles := gcCycles()
 		garbage(1 << 20) // under GOGC=100's 4 MiB goal: no cycle of the runtime's
-		_, started := in.start(100*time.Millisecond, 256<<10)
+		_, started := in.start(100*time.Millisecond, markGoal{slack: 256 << 10})
 		standIn := gogc()
 		m.read(&during)
 		in.programs(&during)
@@ -347,4 +347,101 @@ func TestReleaseFreesWhatPoolsHold(t *testing.T) {
 	after := heap()
 	runtime.KeepAlive(&pool)
 	assert.GreaterOrEqual(t, int64(before)-int64(after), int64(7<<20), "heap objects %d before the release, %d after", before, after)
+}
+
+// markHeap is a live heap of a million pointers, which takes milliseconds
+// to mark: a cycle started over it is still marking while the test
+// allocates.
+func markHeap() []*[4]int {
+	live := make([]*[4]int, 1<<20)
+	for i := range live {
+		live[i] = new([4]int)
+	}
+	return live
+}
+
+// A started cycle armed with an allowance marks at the program's goal
+// (offStandIn's, at GOGC=off) until the program has allocated that much
+// during its mark, then with a stand-in whose goal is its slack above the
+// heap; the program's GOGC is back once the cycle has ended. One whose
+// allowance is never used up keeps the program's goal throughout.
+func TestStartedCycleTakesItsGoalPastItsAllowance(t *testing.T) {
+	live := markHeap()
+	for _, c := range []struct {
+		own   int
+		after uint64
+		set   bool
+	}{{100, 1 << 20, true}, {100, 1 << 40, false}, {-1, 1 << 20, true}} {
+		old := debug.SetGCPercent(c.own)
+		in := newInliner()
+		runtime.GC() // no cycle in flight
+		cycles := gcCycles()
+		_, started := in.start(100*time.Millisecond, markGoal{slack: 256 << 10, after: c.after})
+		first := gogc()
+		lowest, set, ended := first, false, false
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			ended = gcCycles() > cycles
+			if ended {
+				break
+			}
+			garbage(64 << 10)
+			set = in.settle(nil, false) || set
+			if g := gogc(); gcCycles() == cycles {
+				lowest = min(lowest, g) // not yet put back
+			}
+		}
+		require.Eventually(t, func() bool { return gcCycles() > cycles }, 10*time.Second, time.Millisecond)
+		in.settle(nil, false)
+		after := debug.SetGCPercent(old)
+		require.True(t, started)
+		require.True(t, ended, "own %d, after %d: the cycle did not end", c.own, c.after)
+		want := int64(c.own)
+		if c.own < 0 {
+			want = offStandIn
+		}
+		assert.Equal(t, want, first, "own %d, after %d: GOGC right after the start", c.own, c.after)
+		assert.Equal(t, c.set, set, "own %d, after %d: the goal set", c.own, c.after)
+		if c.set {
+			assert.Less(t, lowest, int64(offStandIn), "own %d: GOGC once the allowance was used up", c.own)
+			assert.Greater(t, lowest, int64(nudgedGOGC), "own %d: GOGC once the allowance was used up", c.own)
+		} else {
+			assert.Equal(t, first, lowest, "own %d, after %d: GOGC while the cycle marked", c.own, c.after)
+		}
+		assert.Equal(t, c.own, after, "own %d, after %d: GOGC once the cycle has ended", c.own, c.after)
+	}
+	runtime.KeepAlive(live)
+}
+
+// By default a Runtime's started cycle takes its goal once the program
+// has allocated half its pile during the mark, from a dispatch (Lull):
+// Stats.MarkGoals counts it, and the program's GOGC is back after the
+// cycle.
+func TestRuntimeStartedCycleTakesItsGoalAtADispatch(t *testing.T) {
+	old := debug.SetGCPercent(300)
+	defer debug.SetGCPercent(old)
+	live := markHeap()
+	debug.FreeOSMemory() // see TestRuntimeBackgroundCycleRestoresGOGC
+	rt := NewRuntime(WithReleaseDelay(0), WithCPUCap(1), eager)
+	defer rt.Close()
+	garbage(2 << 20)
+	time.Sleep(10 * time.Millisecond)
+	cycles := gcCycles()
+	rt.Step(time.Nanosecond) // no estimate fits a nanosecond
+	if st := rt.Stats(); st.CyclesBackground != 1 {
+		t.Fatalf("cycles started: got %d, want 1; stats %+v", st.CyclesBackground, st)
+	}
+	lowest := gogc()
+	for deadline := time.Now().Add(10 * time.Second); gcCycles() == cycles && time.Now().Before(deadline); {
+		garbage(64 << 10)
+		rt.Lull()
+		lowest = min(lowest, gogc())
+	}
+	require.Eventually(t, func() bool {
+		garbage(64 << 10)
+		rt.Lull()
+		return gogc() == 300
+	}, 10*time.Second, time.Millisecond, "GOGC not back after the cycle")
+	assert.EqualValues(t, 1, rt.Stats().MarkGoals)
+	assert.Less(t, lowest, int64(300), "GOGC while the cycle marked past its allowance")
+	runtime.KeepAlive(live)
 }

@@ -15,22 +15,24 @@ type Option func(*config)
 
 // config holds the policy's knobs; the Options document each default.
 type config struct {
-	minGarbage   uint64         // never collect less garbage than this, nor release less memory
-	exchange     float64        // CPU a second worth holding the whole footprint lower for that second
-	cpuCap       float64        // share of idle time (wall time if none is reported) idle collection may use
-	capWindow    time.Duration  // the cap is a token bucket holding cpuCap*capWindow
-	background   bool           // may start cycles that do not fit the budget
-	markSlack    float64        // a started cycle marks with a goal this share of its pile above the heap; 0: the program's goal
-	streams      bool           // inline cycles may delay work while the loop has slack
-	releaseDelay time.Duration  // idle time before memory goes back to the OS; 0 disables
-	decisions    func(Decision) // called with every decision, if set
+	minGarbage    uint64         // never collect less garbage than this, nor release less memory
+	exchange      float64        // CPU a second worth holding the whole footprint lower for that second
+	cpuCap        float64        // share of idle time (wall time if none is reported) idle collection may use
+	capWindow     time.Duration  // the cap is a token bucket holding cpuCap*capWindow
+	background    bool           // may start cycles that do not fit the budget
+	markSlack     float64        // a started cycle marks with a goal this share of its pile above the heap from its start; 0: see markAllowance
+	markAllowance float64        // a started cycle takes a goal near the heap once the program allocated this share of its pile during the mark; +Inf: never
+	streams       bool           // inline cycles may delay work while the loop has slack
+	releaseDelay  time.Duration  // idle time before memory goes back to the OS; 0 disables
+	decisions     func(Decision) // called with every decision, if set
 }
 
 func defaults() config {
 	return config{
-		minGarbage: DefaultMinGarbage,
-		exchange:   DefaultExchangeRate,
-		cpuCap:     DefaultCPUCap,
+		minGarbage:    DefaultMinGarbage,
+		exchange:      DefaultExchangeRate,
+		cpuCap:        DefaultCPUCap,
+		markAllowance: DefaultMarkAllowance,
 		// The bucket holds what 100 ms of idle time earns: a loop that
 		// is seldom idle spends only that much before its idle time
 		// has to pay (see doc/policy.md).
@@ -43,10 +45,11 @@ func defaults() config {
 // Defaults of the policy; the Option that changes each one says why, and
 // doc/policy.md has the measurements behind each.
 const (
-	DefaultMinGarbage   = 256 << 10
-	DefaultExchangeRate = 3
-	DefaultCPUCap       = 0.3
-	DefaultReleaseDelay = 20 * time.Millisecond
+	DefaultMinGarbage    = 256 << 10
+	DefaultExchangeRate  = 3
+	DefaultCPUCap        = 0.3
+	DefaultReleaseDelay  = 20 * time.Millisecond
+	DefaultMarkAllowance = 0.5
 )
 
 // WithMinGarbage sets the least garbage, in bytes, that a cycle collects
@@ -118,27 +121,50 @@ func WithCPUCap(f float64) Option {
 }
 
 // WithMarkSlack makes a started cycle mark with a heap goal share times
-// its pile of garbage above the heap at its start, where the program's own
-// goal is further: GOGC is lowered to a stand-in while it marks and put
-// back at the first dispatch or step after its end (see doc/policy.md,
-// "A cycle"). The runtime paces its assists by the goal, so the program's
-// allocations during the mark help mark, and the garbage they leave for
-// the next cycle stays under share of the pile. At the program's goal a
-// small heap meets no assists: on a stream read with both CPUs (the
-// urandom child of bench/footprint) a started cycle marking for
-// milliseconds beside the writer left 1.5-2 MiB for the next, and the
-// stepper held GOGC=100's peak; with 0.25 it held GOGC=25's, at 1.1-1.2
-// times the wall time. The assists land on whatever allocates next, a
-// server's requests too: the RESP server of bench/servers had its p99 at
-// 1.0-1.9 times the plain server's with 0.25, against 0.9-1.2 without.
-// Default 0: the program's goal. It panics if share is negative or not
-// finite.
+// its pile of garbage above the heap from its start, where the program's
+// own goal is further: GOGC is lowered to a stand-in while it marks and
+// put back at the first dispatch or step after its end (see
+// doc/policy.md, "A cycle"). The runtime paces its assists by the goal,
+// so the program's allocations during the mark help mark, and the
+// garbage they leave for the next cycle stays under share of the pile.
+// At the program's goal a small heap meets no assists: on a stream read
+// with both CPUs (the urandom child of bench/footprint) a started cycle
+// marking for milliseconds beside the writer left 1.5-2 MiB for the
+// next, and the stepper held GOGC=100's peak; with 0.25 it held
+// GOGC=25's, at 1.1-1.2 times the wall time. The assists land on
+// whatever allocates next, a server's requests too: the RESP server of
+// bench/servers had its p99 at 1.0-1.9 times the plain server's with
+// 0.25, against 0.9-1.2 without. Default 0: the goal is set only past
+// the allowance (WithMarkAllowance), which a share > 0 replaces. It
+// panics if share is negative or not finite.
 func WithMarkSlack(share float64) Option {
 	return func(c *config) {
 		if !(share >= 0) || math.IsInf(share, 1) {
 			panic(fmt.Sprintf("gcstep: WithMarkSlack(%v): share must be zero or positive, and finite", share))
 		}
 		c.markSlack = share
+	}
+}
+
+// WithMarkAllowance sets how much a started cycle lets the program
+// allocate while it marks at the program's own heap goal, as a share of
+// the cycle's pile of garbage: past that, from the next dispatch or step,
+// it marks with a goal a quarter of the pile above the heap, as
+// WithMarkSlack(0.25) does from the start (see doc/policy.md, "A
+// cycle"). A mark that ends within its allowance meets no assists; one
+// that lasts, and would leave the next cycle as much garbage again as
+// this one collects, has the program help it end. Default
+// DefaultMarkAllowance (0.5): on the urandom child with both CPUs the
+// stepper's peak went from GOGC=100's to within 0.8 MiB of GOGC=25's,
+// and the RESP server's p99 stayed the plain server's. math.Inf(1): the
+// program's goal throughout, as before. WithMarkSlack above 0 takes
+// precedence. It panics if share is negative or NaN.
+func WithMarkAllowance(share float64) Option {
+	return func(c *config) {
+		if !(share >= 0) {
+			panic(fmt.Sprintf("gcstep: WithMarkAllowance(%v): share must be zero or positive", share))
+		}
+		c.markAllowance = share
 	}
 }
 

@@ -107,20 +107,44 @@ func TestStartedCyclesDueAtTheEconomicPile(t *testing.T) {
 }
 
 // With WithMarkSlack(0.25) a started cycle is asked to mark within a
-// quarter of the pile it collects: what the program allocates meanwhile
-// is bounded by the runtime's assists (see inliner.start). By default,
-// at the program's own goal.
+// quarter of the pile it collects from its start: what the program
+// allocates meanwhile is bounded by the runtime's assists (see
+// inliner.start). By default it is asked to take that goal once the
+// program has allocated half the pile during the mark
+// (WithMarkAllowance), and with an infinite allowance it marks at the
+// program's own goal.
 func TestStartedCycleMarksWithinItsShareOfThePile(t *testing.T) {
-	for _, share := range []float64{0, 0.25} {
-		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithStreams(true), WithMarkSlack(share))
+	for _, c := range []struct {
+		name         string
+		opt          Option
+		slack, after float64 // shares of the pile
+	}{
+		{"default", nil, 0.25, 0.5},
+		{"allowance 2", WithMarkAllowance(2), 0.25, 2},
+		{"allowance 0", WithMarkAllowance(0), 0.25, 0},
+		{"no allowance", WithMarkAllowance(math.Inf(1)), 0, 0},
+		{"slack 0.25", WithMarkSlack(0.25), 0.25, 0},
+		{"slack 0.5 and an allowance", combine(WithMarkSlack(0.5), WithMarkAllowance(1)), 0.5, 0},
+	} {
+		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithStreams(true), c.opt)
 		w.r.live, w.liveAfter = mib, mib // the model's inline cycle does not fit the budget
 		w.kickCost, w.bgDelay, w.bgCost = 20*time.Microsecond, 5*ms, 2*ms
-		w.slack = 1 // not what any start asks for
+		w.mark = markGoal{slack: 1, after: 1} // not what any start asks for
 		serve(w, rt.Loop(), 2000, 100*time.Microsecond, 16*kib)
 		s := rt.Stats()
-		require.Positive(t, s.CyclesBackground, "share %v: started cycles", share)
-		require.GreaterOrEqual(t, s.LastAllocatedBetween, uint64(256*kib), "share %v: the last started cycle's pile", share)
-		assert.Equal(t, uint64(share*float64(s.LastAllocatedBetween)), w.slack, "share %v: its slack", share)
+		require.Positive(t, s.CyclesBackground, "%s: started cycles", c.name)
+		pile := float64(s.LastAllocatedBetween)
+		require.GreaterOrEqual(t, pile, float64(256*kib), "%s: the last started cycle's pile", c.name)
+		assert.Equal(t, markGoal{slack: uint64(c.slack * pile), after: uint64(c.after * pile)}, w.mark, "%s: its goal", c.name)
+	}
+}
+
+// combine applies opts in order.
+func combine(opts ...Option) Option {
+	return func(c *config) {
+		for _, o := range opts {
+			o(c)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package gcstep
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,11 +52,13 @@ import (
 //
 // A Runtime changes the process's GOGC for the moment it takes to start a
 // cycle: to 1 % while it starts one; an inline cycle then waits for its
-// mark phase with GOGC restored. With WithMarkSlack a started cycle marks
-// with a lower stand-in, whose heap goal is that share of its pile above
-// the heap, so that the program's allocations meanwhile meet the
-// runtime's assists; the first dispatch or step after the cycle's end
-// puts the program's GOGC back. For
+// mark phase with GOGC restored. A started cycle that lets the program
+// allocate more than its allowance while it marks (WithMarkAllowance:
+// half its pile) marks the rest with a lower stand-in, whose heap goal is
+// a quarter of its pile above the heap, so that the program's
+// allocations meet the runtime's assists; with WithMarkSlack it marks
+// with such a stand-in from its start. The first dispatch or step after
+// the cycle's end puts the program's GOGC back. For
 // a program at GOGC=off (and no memory limit) a cycle ends with a finite
 // stand-in instead, put back to off once the cycle has ended, so that the
 // runtime does not turn on huge pages for its heap metadata (see
@@ -151,6 +154,10 @@ type Stats struct {
 	Steps            uint64 // calls to Step, including those that did nothing
 	CyclesInline     uint64 // cycles run inside Step (see inliner)
 	CyclesBackground uint64 // cycles started for the runtime to run concurrently
+	// MarkGoals counts started cycles that used up their allowance
+	// (WithMarkAllowance) while they marked and marked the rest with a
+	// goal near the heap.
+	MarkGoals uint64
 	// DeclinedBudget counts idle moments with garbage to collect at
 	// which no cycle could run: an inline one would not fit the budget
 	// and background cycles are off (WithBackground).
@@ -511,13 +518,15 @@ func (rt *Runtime) busy(l *Loop) {
 }
 
 // settleMarking puts the program's GOGC back after a started cycle that
-// marked with a stand-in, once the cycle has ended, if no other goroutine
-// holds the Runtime. Lull and Busy call it at every dispatch while the
-// stand-in is in place: left there past the cycle's end, the stand-in
-// sets the runtime's next trigger, and a loop that dispatches without
-// stepping (Lull says no cycle is due) would look again only a
-// millisecond or more later, with the runtime's own cycles at that
-// trigger meanwhile.
+// marked with a stand-in, once the cycle has ended, and sets a started
+// cycle's goal once its allowance is used up, if no other goroutine holds
+// the Runtime. Lull and Busy call it at every dispatch while the
+// stand-in is in place or may be set: left there past the cycle's end,
+// the stand-in sets the runtime's next trigger, and a loop that
+// dispatches without stepping (Lull says no cycle is due) would look
+// again only a millisecond or more later, with the runtime's own cycles
+// at that trigger meanwhile; the allowance is used up at the pace the
+// loop allocates, between its dispatches.
 func (rt *Runtime) settleMarking() {
 	if !rt.marking.Load() || !rt.mu.TryLock() {
 		return
@@ -527,10 +536,14 @@ func (rt *Runtime) settleMarking() {
 }
 
 // settleStandIn puts the program's GOGC back after a cycle that ran with
-// a stand-in, if it has ended (env.settle), and records whether a started
-// cycle's stand-in is still in place. rt.mu must be held.
+// a stand-in, if it has ended, or sets a started cycle's goal once its
+// allowance is used up (env.settle), and records whether a started
+// cycle's stand-in is still in place or may yet be set. rt.mu must be
+// held.
 func (rt *Runtime) settleStandIn() {
-	rt.env.settle(false)
+	if rt.env.settle(false) {
+		rt.stats.MarkGoals++
+	}
 	rt.marking.Store(rt.env.marking())
 }
 
@@ -638,11 +651,12 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 func (rt *Runtime) background(garbage uint64, budget, now time.Duration) (started bool) {
 	cpu := rt.env.gcCPU()
 	proc := rt.procMark()
-	// With WithMarkSlack, what the program allocates while the cycle
-	// marks stays under that share of the pile (see inliner.start). Its
+	// What the program allocates while the cycle marks is bounded by
+	// the goal it marks with (see markGoal): by default once it has
+	// allocated half the pile, with WithMarkSlack from the start. Its
 	// lost garbage is priced over the mark time all the same, and that
-	// time, learned from the cycles before, is what the slack shortens.
-	w, started := rt.env.start(budget, uint64(rt.cfg.markSlack*float64(garbage)))
+	// time, learned from the cycles before, is what the goal shortens.
+	w, started := rt.env.start(budget, rt.markGoal(garbage))
 	rt.trap.arm(w)
 	end := rt.env.now()
 	rt.p.kick.add(float64(max(end-now, 1)))
@@ -665,6 +679,28 @@ func (rt *Runtime) background(garbage uint64, budget, now time.Duration) (starte
 	rt.stats.LastAllocatedBetween = garbage
 	return true
 }
+
+// markGoal is the goal a cycle started at a pile of garbage marks with:
+// with WithMarkSlack that share of the pile above the heap from the
+// start; otherwise markGoalShare of it once the program has allocated
+// the allowance (WithMarkAllowance) during the mark, or the program's
+// goal throughout with an infinite allowance.
+func (rt *Runtime) markGoal(garbage uint64) markGoal {
+	pile := float64(garbage)
+	switch {
+	case rt.cfg.markSlack > 0:
+		return markGoal{slack: uint64(rt.cfg.markSlack * pile)}
+	case math.IsInf(rt.cfg.markAllowance, 1):
+		return markGoal{}
+	}
+	return markGoal{slack: uint64(markGoalShare * pile), after: uint64(rt.cfg.markAllowance * pile)}
+}
+
+// markGoalShare is the goal's distance above the heap, as a share of the
+// pile, that a started cycle takes once its allowance is used up: the
+// share that held the urandom child's peak at GOGC=25's when set from the
+// start (doc/policy.md, "A cycle").
+const markGoalShare = 0.25
 
 // settleBackground ends a cycle the runtime ran for a step: it charges
 // the cap what the collector used beyond the advance and, if the cycle

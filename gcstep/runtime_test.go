@@ -388,6 +388,8 @@ func TestOptionsOutOfRangePanic(t *testing.T) {
 		{"negative slack", WithMarkSlack(-0.25)},
 		{"NaN slack", WithMarkSlack(math.NaN())},
 		{"infinite slack", WithMarkSlack(math.Inf(1))},
+		{"negative allowance", WithMarkAllowance(-0.5)},
+		{"NaN allowance", WithMarkAllowance(math.NaN())},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -410,6 +412,10 @@ func TestOptionsInRangeAccepted(t *testing.T) {
 		WithMinGarbage(1), WithReleaseDelay(0), WithBackground(false), WithMarkSlack(0.25))
 	assert.Equal(t, 0.001, rt.cfg.cpuCap)
 	assert.Equal(t, 0.25, rt.cfg.markSlack)
+	for _, share := range []float64{0, 0.5, math.Inf(1)} {
+		_, rt := newTest(t, WithMarkAllowance(share))
+		assert.Equal(t, share, rt.cfg.markAllowance)
+	}
 	assert.EqualValues(t, 1, rt.cfg.minGarbage)
 	assert.Equal(t, 1e9, rt.cfg.exchange)
 	assert.False(t, rt.cfg.background)

@@ -10,6 +10,7 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -287,6 +288,14 @@ func runChild(spec ChildSpec) RunResult {
 			return res
 		}
 		opts = append(opts, gcstep.WithMarkSlack(spec.MarkSlack))
+	}
+	if spec.MarkAllowance != "" {
+		share, err := strconv.ParseFloat(spec.MarkAllowance, 64)
+		if err != nil || !(share >= 0) {
+			res.Error = fmt.Sprintf("mark_allowance %q: must be a share, zero or positive, or inf", spec.MarkAllowance)
+			return res
+		}
+		opts = append(opts, gcstep.WithMarkAllowance(share))
 	}
 	var log *decisionLog
 	if spec.Decisions != "" {

@@ -110,6 +110,19 @@ func TestChildMarkSlackRefused(t *testing.T) {
 	assert.Contains(t, res.Error, "mark_slack -1")
 }
 
+// A mark allowance that is not a share, or is negative, is refused, as
+// the option would panic in the child; "inf" is a share.
+func TestChildMarkAllowanceRefused(t *testing.T) {
+	for _, bad := range []string{"-1", "half", "NaN"} {
+		res := runChild(ChildSpec{Workload: "paced", Stepping: "default", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
+			Quick: true, SampleEvery: 10 * time.Millisecond, MarkAllowance: bad})
+		assert.Contains(t, res.Error, "mark_allowance", bad)
+	}
+	res := runChild(ChildSpec{Workload: "paced", Stepping: "default", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
+		Quick: true, SampleEvery: 10 * time.Millisecond, MarkAllowance: "inf"})
+	assert.Empty(t, res.Error)
+}
+
 // A child with a past runs its workload after the warm-up, whose pages
 // its RSS still counts; a negative warm-up is refused.
 func TestChildWarmUp(t *testing.T) {

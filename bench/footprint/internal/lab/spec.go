@@ -101,6 +101,11 @@ type ChildSpec struct {
 	// as gcstep.WithMarkSlack (bench/README.md, "A started cycle marks
 	// within its slack"); 0 keeps the default.
 	MarkSlack float64 `json:"mark_slack,omitempty"`
+	// MarkAllowance, if set, is passed to the runtime and default
+	// policies as gcstep.WithMarkAllowance, a share written as a
+	// number, or "inf" for the program's goal throughout (bench/README.md,
+	// "A mark that outstays its allowance"); "" keeps the default.
+	MarkAllowance string `json:"mark_allowance,omitempty"`
 	// WarmupMiB, if set, makes the child a program with a past: before
 	// the workload (and before its stepper is made) it allocates that
 	// many MiB in 64 KiB buffers it writes, 2 MiB of them live at a
