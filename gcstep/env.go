@@ -288,9 +288,8 @@ type markGoal struct {
 // A lateGoal is a started cycle that sets its goal once its allowance is
 // used up (markGoal.after): the cycle count before it (0: none armed,
 // else that count plus one), the heap's objects at its start, the goal's
-// slack, the GOGC it stands in for (the program's, or -1 where the
-// program is at GOGC=off and offStandIn is in place) and the program's
-// heap goal, which readings report meanwhile.
+// slack, the program's GOGC and the program's heap goal, which readings
+// report meanwhile.
 type lateGoal struct {
 	cycles  uint64
 	objects uint64
@@ -354,7 +353,7 @@ func (in *inliner) cycle(budget time.Duration) window {
 // whole cycle, as an earlier version did, made every allocation during
 // the mark phase pay assists as if the heap were far over its goal. For
 // a program at GOGC=off the stand-in is offStandIn until the cycle has
-// ended (see inliner), and g's goal where that is nearer. It yields to
+// ended (see inliner), whatever g asks. It yields to
 // the sweeper for at most half of budget and reports false if no cycle
 // could start.
 func (in *inliner) start(budget time.Duration, g markGoal) (window, bool) {
@@ -424,12 +423,13 @@ func (in *inliner) kick(budget time.Duration, wait bool, g markGoal) (w window, 
 			break
 		}
 	}
-	if !wait && g.slack > 0 && g.after > 0 && (standIn == 0 && w.before > nudgedGOGC || standIn == offStandIn) {
+	if !wait && g.slack > 0 && g.after > 0 && standIn == 0 && w.before > nudgedGOGC {
+		// Not for a program at GOGC=off: a goal near the heap would
+		// start the runtime's next cycle at once, and putting off back
+		// while that one marks ends it with an unbounded goal, which
+		// turns on huge pages for the heap metadata (see offStandIn).
 		metrics.Read(in.m)
 		in.late = lateGoal{cycles: before + 1, objects: in.m[3].Value.Uint64(), after: g.after, slack: g.slack, gogc: w.before, goal: goal}
-		if standIn == offStandIn {
-			in.late.gogc = -1
-		}
 	}
 	if standIn != 0 {
 		// The program's GOGC goes back now if the cycle has ended,
@@ -489,8 +489,8 @@ func (in *inliner) settle(w *window, force bool) (goal bool) {
 // lateLook sets the goal of a started cycle armed with an allowance
 // (markGoal.after) once the program has allocated that much since the
 // cycle started, and reports whether it did. It disarms once the cycle
-// has ended, with force, once it set the goal, and where the GOGC in
-// place is already as low or the program has set its own.
+// has ended, with force, once it set the goal, and where the program's
+// goal is already as near or the program has set its own GOGC.
 func (in *inliner) lateLook(force bool) bool {
 	l := in.late
 	metrics.Read(in.s)
@@ -503,22 +503,15 @@ func (in *inliner) lateLook(force bool) bool {
 		return false
 	}
 	in.late = lateGoal{}
-	cur := l.gogc
-	if in.standIn != 0 {
-		cur = in.standIn // offStandIn, for a program at GOGC=off
-	}
 	p := markGOGC(in.m, l.slack)
-	if cur >= 0 && p >= cur {
-		return false
+	if p >= l.gogc {
+		return false // the program's goal is as near
 	}
-	if got := debug.SetGCPercent(p); got != cur {
+	if got := debug.SetGCPercent(p); got != l.gogc {
 		debug.SetGCPercent(got) // the program set its own meanwhile: it stays
 		return false
 	}
-	in.standIn, in.standInCycles, in.standInFor = p, l.cycles-1, l.gogc
-	if l.gogc >= 0 {
-		in.standInGoal = l.goal
-	}
+	in.standIn, in.standInCycles, in.standInFor, in.standInGoal = p, l.cycles-1, l.gogc, l.goal
 	return true
 }
 

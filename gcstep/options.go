@@ -158,7 +158,9 @@ func WithMarkSlack(share float64) Option {
 // stepper's peak went from GOGC=100's to within 0.8 MiB of GOGC=25's,
 // and the RESP server's p99 stayed the plain server's. math.Inf(1): the
 // program's goal throughout, as before. WithMarkSlack above 0 takes
-// precedence. It panics if share is negative or NaN.
+// precedence. A program at GOGC=off keeps the stand-in its cycles end
+// with (see Runtime) for the whole mark. It panics if share is negative
+// or NaN.
 func WithMarkAllowance(share float64) Option {
 	return func(c *config) {
 		if !(share >= 0) {
