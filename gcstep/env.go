@@ -41,9 +41,12 @@ type window struct {
 // real runtime; the unit tests fill it with fakes, so every rule can be
 // checked deterministically and without timing anything.
 type env struct {
-	now  func() time.Duration              // monotonic time since an arbitrary origin
-	read func(*reading)                    // the heap now
-	gc   func(budget time.Duration) window // a whole cycle, inline (see inliner)
+	now  func() time.Duration // monotonic time since an arbitrary origin
+	read func(*reading)       // the heap now
+	// gc runs a whole cycle inline (see inliner); one still marking
+	// when budget runs out goes on concurrently with the goal g asks
+	// for once its allowance is used up (see markGoal).
+	gc func(budget time.Duration, g markGoal) window
 	// start starts a cycle for the runtime to run concurrently and
 	// returns at once; the cycle marks with the heap goal g asks for
 	// (see markGoal and inliner.start). started is false if the runtime
@@ -323,10 +326,10 @@ const (
 
 // cycle runs the cycle. It yields to the background sweeper for at most
 // half of budget.
-func (in *inliner) cycle(budget time.Duration) window {
+func (in *inliner) cycle(budget time.Duration, g markGoal) window {
 	metrics.Read(in.s)
 	before := in.s[0].Value.Uint64()
-	w, started := in.kick(budget, true, markGoal{})
+	w, started := in.kick(budget, true, g)
 	if !started {
 		metrics.Read(in.s)
 		if in.s[0].Value.Uint64() == before {
@@ -362,8 +365,9 @@ func (in *inliner) start(budget time.Duration, g markGoal) (window, bool) {
 
 // kick opens the window: GOGC to 1 %, the trigger allocation, GOGC
 // restored (or a stand-in set: offStandIn for a program at GOGC=off, and
-// g's goal if it has no allowance; one with an allowance is armed for
-// settle to set). With wait it then sleeps in
+// without wait g's goal if it has no allowance; one with an allowance is
+// armed for settle to set, with wait only if the cycle still marks when
+// the wait ends). With wait it then sleeps in
 // steps of markPoll until the cycle count moves (the mark phase is over)
 // or budget has passed since it began; a cycle still marking then goes on
 // concurrently. It reports false only if no cycle could start (see
@@ -402,7 +406,7 @@ func (in *inliner) kick(budget time.Duration, wait bool, g markGoal) (w window, 
 		case w.needsStandIn():
 			standIn = offStandIn
 			restore = standIn
-		case g.slack > 0 && g.after == 0 && w.before > nudgedGOGC:
+		case !wait && g.slack > 0 && g.after == 0 && w.before > nudgedGOGC:
 			metrics.Read(in.m)
 			if p := markGOGC(in.m, g.slack); p < w.before {
 				standIn = p
@@ -416,14 +420,19 @@ func (in *inliner) kick(budget time.Duration, wait bool, g markGoal) (w window, 
 		debug.SetGCPercent(w.set) // the program's own value stays
 		standIn = 0
 	}
+	marking := true
 	for wait && time.Since(start) < budget {
 		time.Sleep(markPoll)
 		metrics.Read(in.s)
 		if in.s[0].Value.Uint64() != before {
+			marking = false
 			break
 		}
 	}
-	if !wait && g.slack > 0 && g.after > 0 && standIn == 0 && w.before > nudgedGOGC {
+	// A started cycle, or an inline one that outlived its budget, goes on
+	// beside the program: armed with an allowance, it takes its goal
+	// once the program has allocated that much.
+	if marking && g.slack > 0 && g.after > 0 && standIn == 0 && w.before > nudgedGOGC {
 		// Not for a program at GOGC=off: a goal near the heap would
 		// start the runtime's next cycle at once, and putting off back
 		// while that one marks ends it with an unbounded goal, which

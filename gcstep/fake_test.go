@@ -14,14 +14,15 @@ type world struct {
 	t time.Duration
 	r reading
 
-	gcCost    time.Duration // how far the clock moves during a gc
-	liveAfter uint64        // live heap a gc leaves
-	onGC      func()        // called inside gc, before it returns
-	inWindow  func()        // called while a step has GOGC lowered
-	noStart   bool          // start reports that no cycle could start
-	unended   bool          // gc returns with the cycle still marking: the test completes it
-	quickBG   bool          // a started cycle completes at once, as a small heap's does
-	mark      markGoal      // the goal the last started cycle was asked to mark with
+	gcCost     time.Duration // how far the clock moves during a gc
+	liveAfter  uint64        // live heap a gc leaves
+	onGC       func()        // called inside gc, before it returns
+	inWindow   func()        // called while a step has GOGC lowered
+	noStart    bool          // start reports that no cycle could start
+	unended    bool          // gc returns with the cycle still marking: the test completes it
+	quickBG    bool          // a started cycle completes at once, as a small heap's does
+	mark       markGoal      // the goal the last started cycle was asked to mark with
+	inlineMark markGoal      // and the last inline one, if it outlives its budget
 
 	gcCPU                   time.Duration // the collector's CPU time so far
 	gcs, starts, releases   int
@@ -117,8 +118,9 @@ func (w *world) env() env {
 				r.total = r.objects + r.free + r.released + 4*mib // stacks, metadata, ...
 			}
 		},
-		gc: func(time.Duration) window {
+		gc: func(_ time.Duration, g markGoal) window {
 			w.gcs++
+			w.inlineMark = g
 			var win window
 			win.before = w.setGOGC(nudgedGOGC)
 			if w.inWindow != nil {

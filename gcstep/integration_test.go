@@ -173,7 +173,7 @@ func TestRuntimeStartsABackgroundCycleAndRestoresGOGCAtOnce(t *testing.T) {
 	for _, percent := range []int{-1, 150} {
 		old := debug.SetGCPercent(percent)
 		in := newInliner()
-		in.cycle(100 * time.Millisecond) // a known state
+		in.cycle(100*time.Millisecond, markGoal{}) // a known state
 		cycles := gcCycles()
 		garbage(2 << 20)
 		w, started := in.start(100*time.Millisecond, markGoal{})
@@ -202,7 +202,7 @@ func TestStartedCycleMarksWithinItsSlack(t *testing.T) {
 	for _, own := range []int{0, 150} {
 		old := debug.SetGCPercent(100)
 		in := newInliner()
-		in.cycle(100 * time.Millisecond) // a known state
+		in.cycle(100*time.Millisecond, markGoal{}) // a known state
 		m := newMetricsReader()
 		var before, during reading
 		m.read(&before)
@@ -286,7 +286,7 @@ func TestInlinerCollects(t *testing.T) {
 	// swept, no longer counted as live.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	in := newInliner()
-	in.cycle(100 * time.Millisecond) // whatever the test binary left
+	in.cycle(100*time.Millisecond, markGoal{}) // whatever the test binary left
 	live := func() uint64 {
 		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		metrics.Read(s)
@@ -296,10 +296,10 @@ func TestInlinerCollects(t *testing.T) {
 	for i := range keep {
 		keep[i] = make([]byte, 16<<10)
 	}
-	in.cycle(100 * time.Millisecond)
+	in.cycle(100*time.Millisecond, markGoal{})
 	withKeep := live()
 	runtime.KeepAlive(keep)
-	in.cycle(100 * time.Millisecond)
+	in.cycle(100*time.Millisecond, markGoal{})
 	check(t, live()+(512<<10) < withKeep, "live heap %d after dropping 1 MiB, %d before", live(), withKeep)
 }
 
@@ -314,12 +314,12 @@ func TestInlinerWaitsForTheSweepNotForRuntimeGC(t *testing.T) {
 		return s[0].Value.Uint64()
 	}
 	in := newInliner()
-	in.cycle(100 * time.Millisecond)
+	in.cycle(100*time.Millisecond, markGoal{})
 	f0, c0 := forced(), gcCycles()
 	const n = 20
 	for range n {
 		garbage(1 << 20)
-		in.cycle(100 * time.Millisecond)
+		in.cycle(100*time.Millisecond, markGoal{})
 	}
 	equal(t, "cycles", gcCycles()-c0, n)
 	// How many needed runtime.GC depends on how soon the sweeper gets a
@@ -365,19 +365,40 @@ func markHeap() []*[4]int {
 // stand-in whose goal is its slack above the heap; the program's GOGC is
 // back once the cycle has ended. One whose allowance is never used up
 // keeps the program's goal throughout, and one of a program at GOGC=off
-// offStandIn's (see TestOffCyclesLeaveMetadataPagesSmall).
+// offStandIn's (see TestOffCyclesLeaveMetadataPagesSmall). An inline
+// cycle that outlives its budget goes on as a started one does; one that
+// ends within it has nothing left to take a goal for.
 func TestStartedCycleTakesItsGoalPastItsAllowance(t *testing.T) {
 	live := markHeap()
 	for _, c := range []struct {
-		own   int
-		after uint64
-		set   bool
-	}{{100, 1 << 20, true}, {100, 1 << 40, false}, {-1, 1 << 20, false}} {
+		own    int
+		after  uint64
+		inline time.Duration // an inline cycle with this budget, not a started one
+		set    bool
+	}{
+		{100, 1 << 20, 0, true},
+		{100, 1 << 40, 0, false},
+		{-1, 1 << 20, 0, false},
+		{100, 1 << 20, time.Microsecond, true}, // it outlives its budget
+		{100, 1 << 20, 10 * time.Second, false},
+	} {
 		old := debug.SetGCPercent(c.own)
 		in := newInliner()
 		runtime.GC() // no cycle in flight
+		// Past the trigger at GOGC=1 (the kick's), a few hundred KiB
+		// above this live heap, so that the kick starts the cycle.
+		garbage(2 << 20)
 		cycles := gcCycles()
-		_, started := in.start(100*time.Millisecond, markGoal{slack: 256 << 10, after: c.after})
+		g := markGoal{slack: 256 << 10, after: c.after}
+		started := true
+		if c.inline > 0 {
+			in.cycle(c.inline, g)
+			if c.set {
+				require.Equal(t, cycles, gcCycles(), "the inline cycle ended within %v", c.inline)
+			}
+		} else {
+			_, started = in.start(100*time.Millisecond, g)
+		}
 		first := gogc()
 		lowest, set, ended := first, false, false
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
@@ -395,18 +416,18 @@ func TestStartedCycleTakesItsGoalPastItsAllowance(t *testing.T) {
 		in.settle(nil, false)
 		after := debug.SetGCPercent(old)
 		require.True(t, started)
-		require.True(t, ended, "own %d, after %d: the cycle did not end", c.own, c.after)
+		require.True(t, ended || c.inline > 0 && !c.set, "own %d, after %d: the cycle did not end", c.own, c.after)
 		want := int64(c.own)
 		if c.own < 0 {
 			want = offStandIn
 		}
 		assert.Equal(t, want, first, "own %d, after %d: GOGC right after the start", c.own, c.after)
-		assert.Equal(t, c.set, set, "own %d, after %d: the goal set", c.own, c.after)
+		assert.Equal(t, c.set, set, "own %d, after %d, inline %v: the goal set", c.own, c.after, c.inline)
 		if c.set {
 			assert.Less(t, lowest, int64(c.own), "own %d: GOGC once the allowance was used up", c.own)
 			assert.Greater(t, lowest, int64(nudgedGOGC), "own %d: GOGC once the allowance was used up", c.own)
 		} else {
-			assert.Equal(t, first, lowest, "own %d, after %d: GOGC while the cycle marked", c.own, c.after)
+			assert.Equal(t, first, lowest, "own %d, after %d, inline %v: GOGC while the cycle marked (set %v)", c.own, c.after, c.inline, set)
 		}
 		assert.Equal(t, c.own, after, "own %d, after %d: GOGC once the cycle has ended", c.own, c.after)
 	}

@@ -139,6 +139,20 @@ func TestStartedCycleMarksWithinItsShareOfThePile(t *testing.T) {
 	}
 }
 
+// An inline cycle asks for the same goal as a started one, which it
+// takes if it outlives its budget and goes on beside the program (see
+// inliner.kick).
+func TestInlineCycleAsksForTheMarkGoal(t *testing.T) {
+	w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1))
+	w.gcCost = 300 * time.Microsecond
+	serve(w, rt.Loop(), 2000, 100*time.Microsecond, 16*kib)
+	s := rt.Stats()
+	require.Positive(t, s.CyclesInline, "inline cycles")
+	require.Zero(t, s.CyclesBackground, "started cycles")
+	pile := float64(s.LastAllocatedBetween)
+	assert.Equal(t, markGoal{slack: uint64(0.25 * pile), after: uint64(0.5 * pile)}, w.inlineMark)
+}
+
 // combine applies opts in order.
 func combine(opts ...Option) Option {
 	return func(c *config) {

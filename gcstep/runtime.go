@@ -590,7 +590,8 @@ func (rt *Runtime) inline(garbage uint64, budget, start time.Duration) {
 	live, cycles := rt.r.live, rt.r.cycles
 	cpu := rt.env.gcCPU()
 	proc := rt.procMark()
-	rt.trap.arm(rt.env.gc(budget))
+	rt.trap.arm(rt.env.gc(budget, rt.markGoal(garbage)))
+	rt.marking.Store(rt.env.marking()) // a cycle that outlived its budget may take its goal
 	end := rt.env.now()
 	d := end - start
 	// The cap is charged the loop's time the cycle took, but not time
