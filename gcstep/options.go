@@ -146,9 +146,11 @@ func WithMarkSlack(share float64) Option {
 	}
 }
 
-// WithMarkAllowance sets how much a started cycle lets the program
-// allocate while it marks at the program's own heap goal, as a share of
-// the cycle's pile of garbage: past that, from the next dispatch or step,
+// WithMarkAllowance sets how much a started cycle (or an inline one that
+// outlives its step's budget and goes on beside the program) lets the
+// program allocate while it marks at the program's own heap goal, as a
+// share of the cycle's pile of garbage: past that, from the next dispatch
+// or step,
 // it marks with a goal a quarter of the pile above the heap, as
 // WithMarkSlack(0.25) does from the start (see doc/policy.md, "A
 // cycle"). A mark that ends within its allowance meets no assists; one
