@@ -299,9 +299,10 @@ func TestLoopsShareARuntime(t *testing.T) {
 				assert.NoError(t, err)
 				_ = rt.Stats()
 			}
-			// Quiet: wait on until the gap was emptied (by any loop).
+			// Quiet: wait on until the gap was emptied (by any loop),
+			// or a trim emptied it at the end of the activity.
 			deadline := time.Now().Add(5 * time.Second)
-			for rt.Stats().QuietPeriods == 0 && time.Now().Before(deadline) {
+			for emptied(rt.Stats()) == 0 && time.Now().Before(deadline) {
 				_, err := l.RunOnce(50 * time.Millisecond)
 				assert.NoError(t, err)
 			}
@@ -309,9 +310,15 @@ func TestLoopsShareARuntime(t *testing.T) {
 	}
 	wg.Wait()
 	s := rt.Stats()
-	assert.EqualValues(t, 1, s.QuietPeriods, "quiet stretches for loops that went quiet together: %+v", s)
-	eventually(t, "the release", func() bool { return rt.Stats().Releases == 1 })
+	assert.LessOrEqual(t, s.QuietPeriods, uint64(1), "quiet stretches for loops that went quiet together: %+v", s)
+	assert.Positive(t, emptied(s), "the gap not emptied: %+v", s)
+	eventually(t, "the release", func() bool { return rt.Stats().Releases >= 1 })
 }
+
+// emptied counts the releases a Runtime started: after a quiet stretch,
+// or, where it priced that so (under load, once in a few runs of the
+// race suite), as a trim in the middle of the activity.
+func emptied(s gcstep.Stats) uint64 { return s.QuietPeriods + s.Trims }
 
 // TestWaitWhileOthersHoldTheLockIsNotIdle: a goroutine of a Mux that
 // blocks while another goroutine sharing the lock takes it and works was
