@@ -88,10 +88,10 @@ type env struct {
 	// read meanwhile is the stand-in's.
 	standing func() bool
 	// marking reports whether a started cycle's stand-in for a finite
-	// GOGC is in place (see inliner.start), or a started cycle may yet
-	// take one (markGoal.after): settle puts the program's GOGC back
-	// once the cycle has ended, and sets the stand-in once the
-	// allowance is used up.
+	// GOGC is in place (see inliner.start), or a cycle marking beside
+	// the program may yet take one (markGoal.after): settle puts the
+	// program's GOGC back once the cycle has ended, and sets the
+	// stand-in once the allowance is used up.
 	marking func() bool
 }
 

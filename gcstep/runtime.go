@@ -154,9 +154,9 @@ type Stats struct {
 	Steps            uint64 // calls to Step, including those that did nothing
 	CyclesInline     uint64 // cycles run inside Step (see inliner)
 	CyclesBackground uint64 // cycles started for the runtime to run concurrently
-	// MarkGoals counts started cycles that used up their allowance
-	// (WithMarkAllowance) while they marked and marked the rest with a
-	// goal near the heap.
+	// MarkGoals counts started cycles, and inline ones that outlived
+	// their budget, that used up their allowance (WithMarkAllowance)
+	// while they marked and marked the rest with a goal near the heap.
 	MarkGoals uint64
 	// DeclinedBudget counts idle moments with garbage to collect at
 	// which no cycle could run: an inline one would not fit the budget
