@@ -56,8 +56,8 @@ type env struct {
 	// now's clock (debug.ReadGCStats' LastGC); meaningless before the
 	// first cycle.
 	cycleEnd func() time.Duration
-	// gcCPU is the CPU time the collector has used so far, except
-	// marking on otherwise idle Ps, which costs the program nothing.
+	// gcCPU is the CPU time the collector has used so far, all of it
+	// (see cpuReader).
 	gcCPU func() time.Duration
 	// procCPU is the CPU time the whole process has used so far, and
 	// false where it cannot be read (see Runtime.procSince).
@@ -93,6 +93,15 @@ type env struct {
 	// program's GOGC back once the cycle has ended, and sets the
 	// stand-in once the allowance is used up.
 	marking func() bool
+	// overdue reports whether the cycle that followed completed cycle
+	// number cycles still marks past its allowance (markGoal.after), as
+	// the last settle found (see inliner.overdue).
+	overdue func(cycles uint64) bool
+	// awaitMark sleeps while the cycle that followed completed cycle
+	// number cycles marks, for at most budget, and returns how long it
+	// slept: parked, the loop leaves its P to the collector's workers
+	// (see Runtime.awaitMark).
+	awaitMark func(budget time.Duration, cycles uint64) time.Duration
 }
 
 // realEnv is the environment over the Go runtime.
@@ -124,6 +133,8 @@ func realEnv() env {
 		settle:       func(force bool) bool { return in.settle(nil, force) },
 		standing:     func() bool { return in.standIn != 0 && in.standInFor < 0 },
 		marking:      func() bool { return in.standIn != 0 && in.standInFor >= 0 || in.late.cycles != 0 },
+		overdue:      func(cycles uint64) bool { return in.overdue == cycles+1 },
+		awaitMark:    in.await,
 	}
 }
 
@@ -268,6 +279,11 @@ type inliner struct {
 	// A started cycle that takes its goal once the program has
 	// allocated its allowance (markGoal.after) during its mark.
 	late lateGoal
+	// overdue is the cycle count, plus one, before the last cycle that
+	// used up its allowance while it marked (0: none did): the cycle
+	// that followed that count is past its allowance while the count
+	// has not moved.
+	overdue uint64
 }
 
 // A markGoal is the heap goal a started cycle marks with. The runtime
@@ -292,7 +308,9 @@ type markGoal struct {
 // used up (markGoal.after): the cycle count before it (0: none armed,
 // else that count plus one), the heap's objects at its start, the goal's
 // slack, the program's GOGC and the program's heap goal, which readings
-// report meanwhile.
+// report meanwhile. A watch sets no goal, only records the cycle as
+// overdue: a program at GOGC=off, whose cycles mark with the stand-in
+// they end with (see offStandIn).
 type lateGoal struct {
 	cycles  uint64
 	objects uint64
@@ -300,6 +318,7 @@ type lateGoal struct {
 	slack   uint64
 	gogc    int
 	goal    uint64
+	watch   bool
 }
 
 func newInliner() *inliner {
@@ -432,13 +451,14 @@ func (in *inliner) kick(budget time.Duration, wait bool, g markGoal) (w window, 
 	// A started cycle, or an inline one that outlived its budget, goes on
 	// beside the program: armed with an allowance, it takes its goal
 	// once the program has allocated that much.
-	if marking && g.slack > 0 && g.after > 0 && standIn == 0 && w.before > nudgedGOGC {
-		// Not for a program at GOGC=off: a goal near the heap would
-		// start the runtime's next cycle at once, and putting off back
-		// while that one marks ends it with an unbounded goal, which
-		// turns on huge pages for the heap metadata (see offStandIn).
+	if marking && g.slack > 0 && g.after > 0 && (standIn == 0 && w.before > nudgedGOGC || standIn == offStandIn) {
+		// A program at GOGC=off gets a watch, no goal: a goal near the
+		// heap would start the runtime's next cycle at once, and
+		// putting off back while that one marks ends it with an
+		// unbounded goal, which turns on huge pages for the heap
+		// metadata (see offStandIn).
 		metrics.Read(in.m)
-		in.late = lateGoal{cycles: before + 1, objects: in.m[3].Value.Uint64(), after: g.after, slack: g.slack, gogc: w.before, goal: goal}
+		in.late = lateGoal{cycles: before + 1, objects: in.m[3].Value.Uint64(), after: g.after, slack: g.slack, gogc: w.before, goal: goal, watch: standIn == offStandIn}
 	}
 	if standIn != 0 {
 		// The program's GOGC goes back now if the cycle has ended,
@@ -497,9 +517,11 @@ func (in *inliner) settle(w *window, force bool) (goal bool) {
 
 // lateLook sets the goal of a started cycle armed with an allowance
 // (markGoal.after) once the program has allocated that much since the
-// cycle started, and reports whether it did. It disarms once the cycle
-// has ended, with force, once it set the goal, and where the program's
-// goal is already as near or the program has set its own GOGC.
+// cycle started, records the cycle as overdue, and reports whether it
+// set the goal. It disarms once the cycle has ended, with force, once
+// the allowance is used up, and sets no goal for a watch, where the
+// program's goal is already as near, or where the program has set its
+// own GOGC.
 func (in *inliner) lateLook(force bool) bool {
 	l := in.late
 	metrics.Read(in.s)
@@ -512,6 +534,10 @@ func (in *inliner) lateLook(force bool) bool {
 		return false
 	}
 	in.late = lateGoal{}
+	in.overdue = l.cycles
+	if l.watch {
+		return false
+	}
 	p := markGOGC(in.m, l.slack)
 	if p >= l.gogc {
 		return false // the program's goal is as near
@@ -522,6 +548,20 @@ func (in *inliner) lateLook(force bool) bool {
 	}
 	in.standIn, in.standInCycles, in.standInFor, in.standInGoal = p, l.cycles-1, l.gogc, l.goal
 	return true
+}
+
+// await sleeps in steps of markPoll while the cycle that followed
+// completed cycle number cycles marks, for at most budget, and returns
+// how long it slept.
+func (in *inliner) await(budget time.Duration, cycles uint64) time.Duration {
+	start := time.Now()
+	for {
+		time.Sleep(markPoll)
+		metrics.Read(in.s)
+		if d := time.Since(start); in.s[0].Value.Uint64() != cycles || d >= budget {
+			return d
+		}
+	}
 }
 
 // restore puts the program's GOGC (w.before) back after a cycle that ran

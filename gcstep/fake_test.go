@@ -23,6 +23,10 @@ type world struct {
 	quickBG    bool          // a started cycle completes at once, as a small heap's does
 	mark       markGoal      // the goal the last started cycle was asked to mark with
 	inlineMark markGoal      // and the last inline one, if it outlives its budget
+	// overdue says the cycle marking now has used up its allowance
+	// (env.overdue); awaits counts the waits for it (env.awaitMark).
+	overdue bool
+	awaits  int
 
 	gcCPU                   time.Duration // the collector's CPU time so far
 	gcs, starts, releases   int
@@ -182,6 +186,17 @@ func (w *world) env() env {
 		settle:     func(bool) bool { return false },
 		standing:   func() bool { return false },
 		marking:    func() bool { return false },
+		overdue:    func(cycles uint64) bool { return w.overdue && w.bgDoneAt != 0 && w.r.cycles == cycles },
+		awaitMark: func(budget time.Duration, cycles uint64) time.Duration {
+			w.awaits++
+			start, end := w.t, w.t+budget
+			if w.bgDoneAt != 0 {
+				end = min(end, w.bgDoneAt)
+			}
+			w.t = end
+			w.settle()
+			return w.t - start
+		},
 		spawn: func(f func()) {
 			w.spawnCount++
 			w.spawned = append(w.spawned, f)

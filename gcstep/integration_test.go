@@ -362,25 +362,27 @@ func markHeap() []*[4]int {
 
 // A started cycle armed with an allowance marks at the program's goal
 // until the program has allocated that much during its mark, then with a
-// stand-in whose goal is its slack above the heap; the program's GOGC is
-// back once the cycle has ended. One whose allowance is never used up
-// keeps the program's goal throughout, and one of a program at GOGC=off
-// offStandIn's (see TestOffCyclesLeaveMetadataPagesSmall). An inline
+// stand-in whose goal is its slack above the heap, and is overdue (see
+// Runtime.awaitMark); the program's GOGC is back once the cycle has
+// ended. One whose allowance is never used up keeps the program's goal
+// throughout, and one of a program at GOGC=off offStandIn's (see
+// TestOffCyclesLeaveMetadataPagesSmall), overdue all the same. An inline
 // cycle that outlives its budget goes on as a started one does; one that
 // ends within it has nothing left to take a goal for.
 func TestStartedCycleTakesItsGoalPastItsAllowance(t *testing.T) {
 	live := markHeap()
 	for _, c := range []struct {
-		own    int
-		after  uint64
-		inline time.Duration // an inline cycle with this budget, not a started one
-		set    bool
+		own     int
+		after   uint64
+		inline  time.Duration // an inline cycle with this budget, not a started one
+		set     bool
+		overdue bool
 	}{
-		{100, 1 << 20, 0, true},
-		{100, 1 << 40, 0, false},
-		{-1, 1 << 20, 0, false},
-		{100, 1 << 20, time.Microsecond, true}, // it outlives its budget
-		{100, 1 << 20, 10 * time.Second, false},
+		{100, 1 << 20, 0, true, true},
+		{100, 1 << 40, 0, false, false},
+		{-1, 1 << 20, 0, false, true},
+		{100, 1 << 20, time.Microsecond, true, true}, // it outlives its budget
+		{100, 1 << 20, 10 * time.Second, false, false},
 	} {
 		old := debug.SetGCPercent(c.own)
 		in := newInliner()
@@ -400,7 +402,7 @@ func TestStartedCycleTakesItsGoalPastItsAllowance(t *testing.T) {
 			_, started = in.start(100*time.Millisecond, g)
 		}
 		first := gogc()
-		lowest, set, ended := first, false, false
+		lowest, set, ended, overdue := first, false, false, false
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 			ended = gcCycles() > cycles
 			if ended {
@@ -408,6 +410,7 @@ func TestStartedCycleTakesItsGoalPastItsAllowance(t *testing.T) {
 			}
 			garbage(64 << 10)
 			set = in.settle(nil, false) || set
+			overdue = overdue || in.overdue == cycles+1
 			if g := gogc(); gcCycles() == cycles {
 				lowest = min(lowest, g) // not yet put back
 			}
@@ -423,6 +426,7 @@ func TestStartedCycleTakesItsGoalPastItsAllowance(t *testing.T) {
 		}
 		assert.Equal(t, want, first, "own %d, after %d: GOGC right after the start", c.own, c.after)
 		assert.Equal(t, c.set, set, "own %d, after %d, inline %v: the goal set", c.own, c.after, c.inline)
+		assert.Equal(t, c.overdue, overdue, "own %d, after %d, inline %v: overdue", c.own, c.after, c.inline)
 		if c.set {
 			assert.Less(t, lowest, int64(c.own), "own %d: GOGC once the allowance was used up", c.own)
 			assert.Greater(t, lowest, int64(nudgedGOGC), "own %d: GOGC once the allowance was used up", c.own)
@@ -431,6 +435,28 @@ func TestStartedCycleTakesItsGoalPastItsAllowance(t *testing.T) {
 		}
 		assert.Equal(t, c.own, after, "own %d, after %d: GOGC once the cycle has ended", c.own, c.after)
 	}
+	runtime.KeepAlive(live)
+}
+
+// await sleeps while a cycle marks: it returns once the cycle has ended,
+// or once its budget is spent.
+func TestAwaitReturnsWhenTheMarkEnds(t *testing.T) {
+	live := markHeap()
+	in := newInliner()
+	runtime.GC() // no cycle in flight
+	garbage(2 << 20)
+	cycles := gcCycles()
+	_, started := in.start(100*time.Millisecond, markGoal{})
+	require.True(t, started)
+	d := in.await(10*time.Second, cycles)
+	assert.Greater(t, gcCycles(), cycles, "the count after the wait")
+	assert.Less(t, d, 10*time.Second, "the wait for a cycle that ended")
+	now := gcCycles()
+	d = in.await(2*time.Millisecond, now)
+	if gcCycles() == now {
+		assert.GreaterOrEqual(t, d, 2*time.Millisecond, "the wait with no cycle marking")
+	}
+	in.settle(nil, true)
 	runtime.KeepAlive(live)
 }
 

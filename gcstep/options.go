@@ -154,15 +154,20 @@ func WithMarkSlack(share float64) Option {
 // WithMarkSlack(0.25) does from the start (see doc/policy.md, "A
 // cycle"). A mark that ends within its allowance meets no assists; one
 // that lasts, and would leave the next cycle as much garbage again as
-// this one collects, has the program help it end. Default
-// DefaultMarkAllowance (0.5): on the urandom child with both CPUs the
-// stepper's peak went from 10.55 MiB to 9.04, against GOGC=25's 8.13,
-// and the RESP server's p99 stayed where it was. 0: a started cycle takes
-// the goal from its start, and an inline one none. math.Inf(1): the
-// program's goal throughout, as before. WithMarkSlack above 0 takes
-// precedence. A program at GOGC=off keeps the stand-in its cycles end
-// with (see Runtime) for the whole mark. It panics if share is negative
-// or NaN.
+// this one collects, has the program help it end. It also takes the
+// loop's idle moments: a step with a budget sleeps until the mark ends,
+// for at most the budget, so that the collector's workers get the
+// loop's P, which a loop blocked in its poll system call holds
+// (Stats.MarkWaits). Default DefaultMarkAllowance (0.5): on the urandom
+// child with both CPUs the stepper's peak went from 10.55 MiB to 9.04
+// with the goal, and to 8.80 with the waits as well, against GOGC=25's
+// 8.26; the RESP server's p99 stayed where it was. 0: a started cycle
+// takes the goal from its start, and an inline one none; neither waits.
+// math.Inf(1): the program's goal throughout and no waits, as before.
+// WithMarkSlack above 0 takes precedence, and no step waits with it. A
+// program at GOGC=off keeps the stand-in its cycles end with (see
+// Runtime) for the whole mark, and its steps wait past the allowance.
+// It panics if share is negative or NaN.
 func WithMarkAllowance(share float64) Option {
 	return func(c *config) {
 		if !(share >= 0) {

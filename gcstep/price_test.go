@@ -153,6 +153,66 @@ func TestInlineCycleAsksForTheMarkGoal(t *testing.T) {
 	assert.Equal(t, markGoal{slack: uint64(0.25 * pile), after: uint64(0.5 * pile)}, w.inlineMark)
 }
 
+// A started cycle that marks past its allowance (env.overdue) takes the
+// loop's idle moments: a step with a budget waits for its end, for at
+// most the budget, and the wait is idle time for the CPU cap. A Busy
+// look never waits, and a cycle within its allowance is left alone.
+func TestOverdueMarkTakesTheIdleMoments(t *testing.T) {
+	for _, overdue := range []bool{false, true} {
+		w, rt := newTest(t, WithReleaseDelay(0), WithCPUCap(1), WithStreams(true))
+		w.r.live, w.liveAfter = mib, mib // the model's inline cycle does not fit the budget
+		w.kickCost, w.bgDelay, w.bgCost = 20*time.Microsecond, 5*ms, 2*ms
+		w.overdue = overdue
+		l := rt.Loop()
+		serve(w, l, 2000, 100*time.Microsecond, 16*kib)
+		s := rt.Stats()
+		require.Positive(t, s.CyclesBackground, "overdue %v: started cycles", overdue)
+		if !overdue {
+			assert.Zero(t, w.awaits, "waits for marks within their allowance")
+			assert.Zero(t, s.MarkWaits)
+			continue
+		}
+		require.Positive(t, w.awaits, "waits for overdue marks")
+		assert.EqualValues(t, w.awaits, s.MarkWaits)
+		assert.Positive(t, s.MarkWaitTime)
+		assert.LessOrEqual(t, s.MarkWaitTime, time.Duration(w.awaits)*ms, "each wait within its budget")
+
+		// A fresh start, marking for bgDelay from here.
+		for i := 0; w.bgDoneAt == 0; i++ {
+			require.Less(t, i, 100, "no cycle started")
+			w.t += 100 * time.Microsecond
+			w.alloc(256 * kib)
+			l.Step(ms)
+		}
+		// The wait is idle time: with the bucket empty and no idle time
+		// reported, a step's wait for the mark is what refills it.
+		rt.mu.Lock()
+		rt.tokens, rt.tokensAt = 0, w.t
+		rt.idleFed.Store(true)
+		rt.idle.Store(0)
+		rt.mu.Unlock()
+		before := rt.Stats().MarkWaitTime
+		l.Step(ms)
+		waited := rt.Stats().MarkWaitTime - before
+		assert.Equal(t, ms, waited, "the step's wait, with the mark's end further")
+		rt.mu.Lock()
+		rt.refill(w.t)
+		tokens := rt.tokens
+		rt.mu.Unlock()
+		assert.Equal(t, waited, tokens, "the bucket after the wait, at a cap of 1")
+
+		// Busy, with the cycle marking past its allowance: no wait.
+		require.Greater(t, w.bgDoneAt, w.t+2*ms, "the cycle still marks")
+		awaits := w.awaits
+		for range 4 {
+			w.t += busyLookGap
+			w.alloc(16 * kib)
+			l.Busy()
+		}
+		assert.Equal(t, awaits, w.awaits, "waits at Busy's looks")
+	}
+}
+
 // combine applies opts in order.
 func combine(opts ...Option) Option {
 	return func(c *config) {

@@ -158,6 +158,12 @@ type Stats struct {
 	// their budget, that used up their allowance (WithMarkAllowance)
 	// while they marked and marked the rest with a goal near the heap.
 	MarkGoals uint64
+	// MarkWaits counts idle moments spent waiting for a cycle that
+	// marked beside the program past its allowance, and MarkWaitTime
+	// their time: the loop sleeps so that the collector's workers get
+	// its P (see WithMarkAllowance).
+	MarkWaits    uint64
+	MarkWaitTime time.Duration
 	// DeclinedBudget counts idle moments with garbage to collect at
 	// which no cycle could run: an inline one would not fit the budget
 	// and background cycles are off (WithBackground).
@@ -387,6 +393,10 @@ const backgroundTimeout = time.Second
 // work waiting (see busy), which has no budget and may only start a
 // cycle. rt.mu must be held.
 func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more bool) {
+	if rt.bg.pending && budget > 0 && !busy && rt.env.overdue(rt.r.cycles) {
+		rt.awaitMark(budget)
+		return false
+	}
 	if rt.bg.pending || rt.releasing {
 		return false // a cycle is running
 	}
@@ -679,6 +689,24 @@ func (rt *Runtime) background(garbage uint64, budget, now time.Duration) (starte
 	rt.stats.AllocatedBetween += garbage
 	rt.stats.LastAllocatedBetween = garbage
 	return true
+}
+
+// awaitMark spends an idle moment's budget waiting for a cycle that
+// marks beside the program past its allowance (WithMarkAllowance): the
+// loop sleeps, parked, until the cycle ends or the budget is spent. A
+// loop blocked in its poll system call holds its P, where the
+// collector's idle-time workers cannot run, and with both CPUs taken by
+// the loop and a writer such a mark got the P only when one of them
+// blocked: marks of 2-8 ms where 0.5-1 ms of marking was left, and the
+// next cycle started on a live heap that held everything allocated
+// meanwhile. The wait is idle time for the CPU cap: the collector's
+// CPU it lets run is charged when the cycle completes. rt.mu must be
+// held.
+func (rt *Runtime) awaitMark(budget time.Duration) {
+	d := rt.env.awaitMark(budget, rt.r.cycles)
+	rt.idle.Add(int64(d))
+	rt.stats.MarkWaits++
+	rt.stats.MarkWaitTime += d
 }
 
 // markGoal is the goal a cycle started at a pile of garbage marks with:
