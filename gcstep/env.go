@@ -440,13 +440,9 @@ func (in *inliner) kick(budget time.Duration, wait bool, g markGoal) (w window, 
 		standIn = 0
 	}
 	marking := true
-	for wait && time.Since(start) < budget {
-		time.Sleep(markPoll)
-		metrics.Read(in.s)
-		if in.s[0].Value.Uint64() != before {
-			marking = false
-			break
-		}
+	if left := budget - time.Since(start); wait && left > 0 {
+		in.await(left, before)
+		marking = in.s[0].Value.Uint64() == before
 	}
 	// A started cycle, or an inline one that outlived its budget, goes on
 	// beside the program: armed with an allowance, it takes its goal
@@ -500,9 +496,8 @@ func (in *inliner) settle(w *window, force bool) (goal bool) {
 	if force {
 		// Closing: wait for the cycle to end, as long as a started
 		// cycle is waited for (backgroundTimeout).
-		for start := time.Now(); in.s[0].Value.Uint64() == in.standInCycles && time.Since(start) < backgroundTimeout; {
-			time.Sleep(markPoll)
-			metrics.Read(in.s)
+		if in.s[0].Value.Uint64() == in.standInCycles {
+			in.await(backgroundTimeout, in.standInCycles)
 		}
 	}
 	if in.s[0].Value.Uint64() != in.standInCycles {
@@ -552,7 +547,8 @@ func (in *inliner) lateLook(force bool) bool {
 
 // await sleeps in steps of markPoll while the cycle that followed
 // completed cycle number cycles marks, for at most budget, and returns
-// how long it slept.
+// how long it slept; in.s holds its last reading. Steps (awaitMark),
+// inline cycles (kick) and Close (settle) wait with it.
 func (in *inliner) await(budget time.Duration, cycles uint64) time.Duration {
 	start := time.Now()
 	for {
