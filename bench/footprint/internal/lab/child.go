@@ -282,6 +282,9 @@ func runChild(spec ChildSpec) RunResult {
 		}
 		opts = append(opts, gcstep.WithExchangeRate(spec.ExchangeRate))
 	}
+	if spec.MinGarbage != 0 {
+		opts = append(opts, gcstep.WithMinGarbage(spec.MinGarbage))
+	}
 	if spec.MarkSlack != 0 {
 		if !(spec.MarkSlack > 0) || math.IsInf(spec.MarkSlack, 0) {
 			res.Error = fmt.Sprintf("mark_slack %v: must be positive and finite", spec.MarkSlack)

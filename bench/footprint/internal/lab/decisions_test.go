@@ -102,6 +102,22 @@ func TestChildExchangeRate(t *testing.T) {
 	assert.Contains(t, res.Error, "exchange_rate -1")
 }
 
+// A child's least garbage reaches its stepper: with more than the
+// whole stream's, it runs no cycle of its own.
+func TestChildMinGarbage(t *testing.T) {
+	cycles := func(n uint64) uint64 {
+		debug.FreeOSMemory() // as in TestChildExchangeRate
+		res := runChild(ChildSpec{Workload: "paced", Stepping: "default", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
+			Quick: true, SampleEvery: 10 * time.Millisecond, MinGarbage: n})
+		require.Empty(t, res.Error)
+		require.True(t, res.OK)
+		require.NotNil(t, res.Stepper)
+		return res.Stepper.CyclesInline + res.Stepper.CyclesBackground
+	}
+	assert.Positive(t, cycles(0), "cycles of ours at the default")
+	assert.Zero(t, cycles(1<<40), "cycles of ours with a TiB as the least garbage")
+}
+
 // A mark slack that is not positive is refused, as the option would
 // panic in the child.
 func TestChildMarkSlackRefused(t *testing.T) {

@@ -106,6 +106,9 @@ type ChildSpec struct {
 	// number, or "inf" for the program's goal throughout (bench/README.md,
 	// "A mark that outstays its allowance"); "" keeps the default.
 	MarkAllowance string `json:"mark_allowance,omitempty"`
+	// MinGarbage, if set, is passed to the runtime and default policies
+	// as gcstep.WithMinGarbage, in bytes; 0 keeps the default.
+	MinGarbage uint64 `json:"min_garbage,omitempty"`
 	// WarmupMiB, if set, makes the child a program with a past: before
 	// the workload (and before its stepper is made) it allocates that
 	// many MiB in 64 KiB buffers it writes, 2 MiB of them live at a
