@@ -303,6 +303,14 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 		// corrected by the next measurement (doc/policy.md, "The
 		// pacer").
 		runway := pacerShare * float64(rt.r.goal-live)
+		resident := float64(garbage+rt.cushion(garbage)) >= runway
+		if resident && rt.trim.at > 0 && !rt.trim.back {
+			// The pile is back since the last trim, whichever price
+			// is the lower now: a look declined for the pacer sees it
+			// as well as one that prices ours.
+			rt.trim.held.add(max(now-rt.trim.at, 1))
+			rt.trim.back = true
+		}
 		if r <= 0 || float64(garbage) >= runway {
 			return plan{why: &rt.stats.DeclinedPacer, wait: recheck, cost: best.cost}
 		}
@@ -327,11 +335,7 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 		// hold is the one to beat: once the live heap grows, or the
 		// scavenger or a release returns pages, ours run again; a
 		// trim returns them now, where that pays.
-		if float64(garbage+rt.cushion(garbage)) >= runway {
-			if rt.trim.at > 0 && !rt.trim.back {
-				rt.trim.held.add(max(now-rt.trim.at, 1)) // the pile came back
-				rt.trim.back = true
-			}
+		if resident {
 			if rt.p.recent <= 0 {
 				rt.trim.stuck = 0 // a lull: the quiet stretch's release is for it
 			} else if rt.trim.stuck == 0 {

@@ -385,6 +385,33 @@ func TestResidentPileTrimmed(t *testing.T) {
 		serve(w, l, 4000, gap, alloc)
 		assert.Zero(t, rt.Stats().Trims)
 	})
+	t.Run("a quiet stretch ends a trim's hold", func(t *testing.T) {
+		// Bursts: the pile is back soon after each quiet stretch. A
+		// trim held the pages down only until the program went quiet;
+		// from there the quiet stretch's release did, and a burst
+		// that brings the pile back after it tells nothing of how long
+		// a trim holds.
+		w, rt, l := resident(t)
+		for i := 0; i < 4000 && rt.Stats().Trims == 0; i++ {
+			serve(w, l, 1, gap, alloc)
+		}
+		require.Equal(t, uint64(1), rt.Stats().Trims)
+		for range 5 {
+			serve(w, l, 20, gap, alloc) // the rest of the burst
+			d, ok := l.NextStep()
+			require.True(t, ok, "nothing to empty after a burst")
+			w.t += d
+			l.Waited(d, false)
+			l.Step(ms)
+			w.run() // the quiet stretch's release
+			w.t += 400 * ms
+			w.alloc(4 * w.r.goal) // the next burst: the pacer's pile is back
+			serve(w, l, 200, gap, alloc)
+		}
+		s := rt.Stats()
+		assert.Equal(t, uint64(1), s.Trims, "trims in bursts: %+v", s)
+		assert.Positive(t, s.QuietPeriods)
+	})
 	t.Run("the pacer's own pile", func(t *testing.T) {
 		// Where ours and the pacer's cycles take turns, its next pile
 		// would take the pages again.
