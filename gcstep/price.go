@@ -304,12 +304,11 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 		// pacer").
 		runway := pacerShare * float64(rt.r.goal-live)
 		resident := float64(garbage+rt.cushion(garbage)) >= runway
-		if resident && rt.trim.at > 0 && !rt.trim.back {
+		if resident {
 			// The pile is back since the last trim, whichever price
 			// is the lower now: a look declined for the pacer sees it
 			// as well as one that prices ours.
-			rt.trim.held.add(max(now-rt.trim.at, 1))
-			rt.trim.back = true
+			rt.endTrimHold(now)
 		}
 		if r <= 0 || float64(garbage) >= runway {
 			return plan{why: &rt.stats.DeclinedPacer, wait: recheck, cost: best.cost}
@@ -348,6 +347,17 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 		}
 	}
 	return best
+}
+
+// endTrimHold records how long the last trim held the footprint down,
+// until end, if it still did: the pacer's pile is back, or the program
+// went quiet and the quiet stretch's release holds the pages from there.
+// rt.mu must be held.
+func (rt *Runtime) endTrimHold(end time.Duration) {
+	if rt.trim.at > 0 && !rt.trim.back {
+		rt.trim.held.add(max(end-rt.trim.at, 1))
+		rt.trim.back = true
+	}
 }
 
 // bgMark is how long a started cycle marks, as learned from the last

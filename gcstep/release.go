@@ -88,11 +88,8 @@ func (rt *Runtime) emptyGap(budget, now time.Duration) (more bool) {
 // the middle of activity (see trimPays), which collects once where a
 // quiet stretch's release collects twice. rt.mu must be held.
 func (rt *Runtime) startRelease(need, since time.Duration, trim bool) {
-	if !trim && rt.trim.at > 0 && !rt.trim.back && since > rt.trim.at {
-		// The last trim held until the program went quiet: from here
-		// the quiet stretch's release holds the pages down, not it.
-		rt.trim.held.add(since - rt.trim.at)
-		rt.trim.back = true
+	if !trim && since > rt.trim.at {
+		rt.endTrimHold(since) // from here the quiet stretch's release holds the pages
 	}
 	rt.armed.Store(false)
 	rt.releasedAllocs = rt.r.allocs

@@ -101,8 +101,9 @@ type Runtime struct {
 	releasing      bool          // a release runs on its goroutine
 	armAllocs      uint64        // allocs at maybeArmed's last reading
 	// trim.at is when the last trim ended (0: none yet), and back says
-	// the pacer's pile was found resident again since; held is how long
-	// the trims held the footprint down before it was, and stuck since
+	// the pacer's pile was found resident again, or the program went
+	// quiet, since (endTrimHold); held is how long the trims held the
+	// footprint down before that, and stuck since
 	// when the looks have found the pile resident with the program
 	// allocating (0: the last did not). See trimPays.
 	trim struct {
