@@ -84,16 +84,7 @@ func TestChildWritesItsDecisions(t *testing.T) {
 // rate that is not positive is refused.
 func TestChildExchangeRate(t *testing.T) {
 	cycles := func(x float64) uint64 {
-		// The children run in this process: what the tests before left
-		// resident would take their garbage (doc/policy.md, "A resident
-		// pile").
-		debug.FreeOSMemory()
-		res := runChild(ChildSpec{Workload: "paced", Stepping: "default", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
-			Quick: true, SampleEvery: 10 * time.Millisecond, ExchangeRate: x})
-		require.Empty(t, res.Error)
-		require.True(t, res.OK)
-		require.NotNil(t, res.Stepper)
-		return res.Stepper.CyclesInline + res.Stepper.CyclesBackground
+		return pacedCycles(t, func(s *ChildSpec) { s.ExchangeRate = x })
 	}
 	cheap, dear := cycles(0.05), cycles(50)
 	assert.Greater(t, dear, 2*cheap, "cycles of ours with memory at 50 against 0.05")
@@ -106,16 +97,28 @@ func TestChildExchangeRate(t *testing.T) {
 // whole stream's, it runs no cycle of its own.
 func TestChildMinGarbage(t *testing.T) {
 	cycles := func(n uint64) uint64 {
-		debug.FreeOSMemory() // as in TestChildExchangeRate
-		res := runChild(ChildSpec{Workload: "paced", Stepping: "default", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
-			Quick: true, SampleEvery: 10 * time.Millisecond, MinGarbage: n})
-		require.Empty(t, res.Error)
-		require.True(t, res.OK)
-		require.NotNil(t, res.Stepper)
-		return res.Stepper.CyclesInline + res.Stepper.CyclesBackground
+		return pacedCycles(t, func(s *ChildSpec) { s.MinGarbage = n })
 	}
 	assert.Positive(t, cycles(0), "cycles of ours at the default")
 	assert.Zero(t, cycles(1<<40), "cycles of ours with a TiB as the least garbage")
+}
+
+// pacedCycles runs the quick paced child with the default stepper at
+// GOGC=100, its spec changed by set, and returns the cycles its stepper
+// ran. The children run in this process: what the tests before left
+// resident would take their garbage (doc/policy.md, "A resident pile"),
+// so it is returned first.
+func pacedCycles(t *testing.T, set func(*ChildSpec)) uint64 {
+	t.Helper()
+	debug.FreeOSMemory()
+	spec := ChildSpec{Workload: "paced", Stepping: "default", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
+		Quick: true, SampleEvery: 10 * time.Millisecond}
+	set(&spec)
+	res := runChild(spec)
+	require.Empty(t, res.Error)
+	require.True(t, res.OK)
+	require.NotNil(t, res.Stepper)
+	return res.Stepper.CyclesInline + res.Stepper.CyclesBackground
 }
 
 // A mark slack that is not positive is refused, as the option would
