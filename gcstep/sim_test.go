@@ -345,6 +345,9 @@ func simReqResp(p profile, step string) reqResult {
 		if !sampled {
 			afters = append(afters, w.r.objects+w.r.free)
 		}
+		if l != nil && wake > w.t {
+			l.Waited(wake-w.t, true) // the wait the next burst's first request ends
+		}
 		w.t = wake
 	}
 	res.faults = w.faults - res.faults
