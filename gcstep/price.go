@@ -321,7 +321,12 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 		}
 		g := eoq(best.fixed, r, m, x)
 		ours := perSecond(best.fixed, r, g, m, x) + best.float
-		if g >= runway || pacer <= ours {
+		// A loop seldom idle earns too little of the CPU cap for
+		// cycles of ours to come before the pacer's trigger at this
+		// allocation rate: those it runs only spend the bucket, and
+		// once it is dry the pacer's pile comes and stays resident
+		// after all (doc/policy.md, "The CPU cap").
+		if g >= runway || pacer <= ours || rt.capPile(best.charge, now) >= runway {
 			return plan{why: &rt.stats.DeclinedPacer, wait: recheck, cost: best.cost, ours: ours, pacer: pacer}
 		}
 		best.ours, best.pacer = ours, pacer
@@ -348,6 +353,32 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 	}
 	return best
 }
+
+// capPile is the least pile of garbage the CPU cap pays a cycle for,
+// at charge a cycle, if the program goes on as it did lately (over
+// earnWindow): once the bucket's store is spent, cycles come no more
+// often than the bucket earns their charge, and the program allocates
+// its usual rate meanwhile. Zero until the cap's earnings were watched
+// for a hundredth of earnWindow. rt.mu must be held.
+func (rt *Runtime) capPile(charge, now time.Duration) float64 {
+	rt.refill(now)
+	if rt.earnedOver < float64(earnWindow)/100 || charge <= 0 {
+		return 0
+	}
+	if rt.earned <= 0 {
+		return math.Inf(1)
+	}
+	// Bytes allocated per cap-second earned, times the charge.
+	return rt.allocated / rt.earned * float64(charge)
+}
+
+// earnWindow is how far back capPile looks at what the cap earned and
+// the program allocated: long against a loop's busy stretches, so that
+// one of them does not read as a loop that stopped idling, and short
+// against a program's phases. Rates from look to look, which swing by
+// half on the urandom child with both CPUs, left its pile to the pacer
+// in 5 runs of 10 as against none (doc/policy.md, "The CPU cap").
+const earnWindow = time.Second
 
 // endTrimHold records how long the last trim held the footprint down,
 // until end, if it still did: the pacer's pile is back, or the program

@@ -487,3 +487,57 @@ func TestNearTieIsNotLeftToThePacer(t *testing.T) {
 	assert.Zero(t, s.DeclinedCushion, "idle moments declined for a resident pile")
 	assert.Less(t, w.peak, uint64(3*mib), "the heap's peak, against the pacer's 4 MiB goal")
 }
+
+// A loop seldom idle earns little of the CPU cap: at its allocation rate
+// the cycles the cap pays for come too seldom to keep the pile below the
+// pacer's trigger, so cycles of ours would only spend the bucket before
+// the pacer's pile came anyway (the footprint lab's chunk child, idle
+// 12-15 % of the time with both CPUs, spent 16 % more CPU than the plain
+// loop for the same peak). The same stream and prices in a loop idle
+// most of the time are the stepper's.
+func TestSeldomIdleLoopLeftToThePacer(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		gap, handle time.Duration
+		ours        bool
+	}{
+		{"idle 90 %", 90 * time.Microsecond, 10 * time.Microsecond, true},
+		{"idle 10 %", 10 * time.Microsecond, 90 * time.Microsecond, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, rt := newTest(t, WithReleaseDelay(0), WithExchangeRate(DefaultExchangeRate))
+			w.setPacer(100)
+			w.gcCost = ms
+			w.bgDelay, w.bgCost = 300*time.Microsecond, ms
+			l := rt.Loop()
+			run := func(n int) {
+				for range n {
+					w.t += c.gap
+					l.Waited(c.gap, true)
+					w.alloc(16 * kib)
+					w.t += c.handle
+					if l.Lull() {
+						start := w.t
+						l.Step(ms)
+						l.Stepped(w.t-start, false)
+					}
+					w.run()
+				}
+			}
+			ours := func() uint64 { s := rt.Stats(); return s.CyclesInline + s.CyclesBackground }
+			run(5000) // 78 MiB at 160 MB/s, for 0.5 s
+			s := rt.Stats()
+			t.Logf("cycles of ours %d, the pacer's %d; declined for the pacer %d, for the cap %d", ours(), w.pacerCycles, s.DeclinedPacer, s.DeclinedCap)
+			if c.ours {
+				assert.Greater(t, ours(), uint64(100), "cycles of ours")
+				assert.Zero(t, w.pacerCycles, "the pacer's cycles")
+			} else {
+				// Before the cap's earnings are known (earnWindow/100),
+				// the first cycles run: 8 here, against 34 when the
+				// bucket was spent whatever the loop earned.
+				assert.LessOrEqual(t, ours(), uint64(10), "cycles of ours")
+				assert.Greater(t, w.pacerCycles, 15, "the pacer's cycles")
+			}
+		})
+	}
+}

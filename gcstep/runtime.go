@@ -79,6 +79,12 @@ type Runtime struct {
 
 	tokens   time.Duration // CPU-cap bucket: collection time still allowed
 	tokensAt time.Duration // when tokens was last refilled
+	// earned, allocated and earnedOver are the cap's earnings, the
+	// bytes the program allocated and the wall time they took, all
+	// decayed over earnWindow (see capPile); allocsAt is the heap's
+	// allocation count they were last brought up to.
+	earned, allocated, earnedOver float64
+	allocsAt                      uint64
 
 	cost costModel // wall time of an inline cycle
 	p    prices    // everything else the decision weighs
@@ -295,6 +301,7 @@ func newRuntime(e env, opts ...Option) *Runtime {
 	rt.stats.LiveAfterCycle = rt.r.live
 	rt.tokens = rt.capacity()
 	rt.tokensAt = now
+	rt.allocsAt = rt.r.allocs
 	rt.p.cleared(0, 0, now)
 	return rt
 }
@@ -774,13 +781,23 @@ func (rt *Runtime) capacity() time.Duration {
 // since the last refill, or, if no caller ever reported idle time, of the
 // wall time elapsed. rt.mu must be held.
 func (rt *Runtime) refill(now time.Duration) {
-	earned := max(now-rt.tokensAt, 0)
+	elapsed := max(now-rt.tokensAt, 0)
+	earned := elapsed
 	if rt.idleFed.Load() {
 		earned = time.Duration(rt.idle.Swap(0))
 	}
 	rt.tokens += time.Duration(rt.cfg.cpuCap * float64(earned))
 	rt.tokens = min(rt.tokens, rt.capacity())
 	rt.tokensAt = now
+	k := math.Exp(-float64(elapsed) / float64(earnWindow))
+	rt.earned = rt.earned*k + rt.cfg.cpuCap*float64(earned)
+	rt.earnedOver = rt.earnedOver*k + float64(elapsed)
+	if a := rt.r.allocs; a > rt.allocsAt {
+		rt.allocated = rt.allocated*k + float64(a-rt.allocsAt)
+		rt.allocsAt = a
+	} else {
+		rt.allocated *= k
+	}
 }
 
 // Idled implements IdleObserver: the caller spent d blocked with nothing
