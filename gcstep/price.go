@@ -325,8 +325,11 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 		// cycles of ours to come before the pacer's trigger at this
 		// allocation rate: those it runs only spend the bucket, and
 		// once it is dry the pacer's pile comes and stays resident
-		// after all (doc/policy.md, "The CPU cap").
-		if g >= runway || pacer <= ours || rt.capPile(best.charge, now) >= runway {
+		// after all. While the bucket holds half its store or more,
+		// the cycles are paid for now, and a loop near the line (the
+		// urandom child with both CPUs) keeps them (doc/policy.md,
+		// "What the cap can pay for").
+		if g >= runway || pacer <= ours || rt.capPile(best.charge, now) >= runway && rt.tokens < rt.capacity()/2 {
 			return plan{why: &rt.stats.DeclinedPacer, wait: recheck, cost: best.cost, ours: ours, pacer: pacer}
 		}
 		best.ours, best.pacer = ours, pacer
@@ -375,9 +378,8 @@ func (rt *Runtime) capPile(charge, now time.Duration) float64 {
 // earnWindow is how far back capPile looks at what the cap earned and
 // the program allocated: long against a loop's busy stretches, so that
 // one of them does not read as a loop that stopped idling, and short
-// against a program's phases. Rates from look to look, which swing by
-// half on the urandom child with both CPUs, left its pile to the pacer
-// in 5 runs of 10 as against none (doc/policy.md, "The CPU cap").
+// against a program's phases (doc/policy.md, "What the cap can pay
+// for").
 const earnWindow = time.Second
 
 // endTrimHold records how long the last trim held the footprint down,
