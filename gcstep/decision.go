@@ -55,7 +55,9 @@ const (
 	// holding the garbage has not yet cost its price (Decision.Wait).
 	OutcomeWait Outcome = iota
 	// OutcomePacer: the runtime's own cycle at its heap goal is priced
-	// cheaper by the second, or comes first (Stats.DeclinedPacer).
+	// cheaper by the second, or comes first, or the CPU cap cannot pay
+	// for cycles of the stepper's that come before it, where Ours is
+	// below Pacer (Stats.DeclinedPacer).
 	OutcomePacer
 	// OutcomeCushion: the heap's resident pages take the garbage as far
 	// as the pacer's trigger, so a cycle would lower no footprint

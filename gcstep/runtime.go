@@ -184,7 +184,8 @@ type Stats struct {
 	Backstops uint64
 	// DeclinedPacer counts idle moments at which the runtime's own
 	// cycle at the heap goal was priced cheaper than any of the
-	// stepper's, or would come first.
+	// stepper's, or would come first, or the CPU cap could not pay for
+	// cycles that come before it (see WithCPUCap).
 	DeclinedPacer uint64
 	// DeclinedCushion counts idle moments at which the heap memory the
 	// process holds already (free pages, garbage not yet swept) takes
