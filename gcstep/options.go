@@ -104,9 +104,9 @@ func WithExchangeRate(x float64) Option {
 // the cap runs short, cycles wait for the bucket to refill, and each
 // then collects more garbage: fewer cycles, not none. Where even those
 // could not keep the pile below the pacer's trigger (a loop seldom idle
-// that allocates fast), the pile is left to the pacer from the start
-// (Stats.DeclinedPacer), rather than held down only until the bucket's
-// first store is spent.
+// that allocates fast), the pile is left to the pacer once half the
+// bucket's first store is spent (Stats.DeclinedPacer), rather than held
+// down only until the bucket runs dry.
 //
 // Idle time and not wall time, so that a loop that is seldom idle gets
 // few idle cycles however often it passes an idle moment. Default

@@ -491,10 +491,10 @@ func TestNearTieIsNotLeftToThePacer(t *testing.T) {
 // A loop seldom idle earns little of the CPU cap: at its allocation rate
 // the cycles the cap pays for come too seldom to keep the pile below the
 // pacer's trigger, so cycles of ours past half the bucket's store would
-// only spend the rest before the pacer's pile came anyway (the footprint lab's chunk child, idle
-// 12-15 % of the time with both CPUs, spent 16 % more CPU than the plain
-// loop for the same peak). The same stream and prices in a loop idle
-// most of the time are the stepper's.
+// only spend the rest before the pacer's pile came anyway (the footprint
+// lab's chunk child, idle 10-15 % of the time with both CPUs, spent
+// 16-23 % more CPU than the plain loop for the same peak). The same
+// stream and prices in a loop idle most of the time are the stepper's.
 func TestSeldomIdleLoopLeftToThePacer(t *testing.T) {
 	for _, c := range []struct {
 		name        string
