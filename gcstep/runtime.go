@@ -793,11 +793,10 @@ func (rt *Runtime) refill(now time.Duration) {
 	k := math.Exp(-float64(elapsed) / float64(earnWindow))
 	rt.earned = rt.earned*k + rt.cfg.cpuCap*float64(earned)
 	rt.earnedOver = rt.earnedOver*k + float64(elapsed)
+	rt.allocated *= k
 	if a := rt.r.allocs; a > rt.allocsAt {
-		rt.allocated = rt.allocated*k + float64(a-rt.allocsAt)
+		rt.allocated += float64(a - rt.allocsAt)
 		rt.allocsAt = a
-	} else {
-		rt.allocated *= k
 	}
 }
 
