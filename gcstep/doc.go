@@ -33,7 +33,7 @@
 //		if rt.Lull() { // a step could do something now
 //			n = poll(fds, 0) // zero timeout: never blocks
 //			if n > 0 {
-//				rt.Busy() // no idle moment: may start a cycle if the pile is far past due
+//				rt.Busy() // no idle moment: under GOGC=off, may start a cycle
 //			}
 //			for n == 0 {
 //				start := time.Now()

@@ -182,14 +182,16 @@ func (l *Loop) Lull() bool {
 }
 
 // Busy implements BusyObserver: the loop has work ready at a moment Lull
-// said a step could do something. It starts a cycle for the runtime to
-// run concurrently if holding the garbage has cost what the start and
-// the cycle do, priced as at an idle moment with the loop's next event
-// waiting for the whole start, and, where the runtime's pacer collects
-// too, only once holding has cost twice that, and only with more than
-// one P; it never runs one inline. It reads the heap at most once in
-// 250 µs; between, it returns after a clock reading and three atomic
-// loads.
+// said a step could do something. In a program with no heap goal
+// (GOGC=off without a memory limit), where nothing else collects, it
+// starts a cycle for the runtime to run concurrently if holding the
+// garbage has cost what the start and the cycle do, priced as at an idle
+// moment with the loop's next event waiting for the whole start; it
+// never runs one inline, and reads the heap at most once in 250 µs.
+// Where the runtime's pacer collects, a loop with work waiting leaves its
+// garbage to the pacer, and Busy only puts back the program's GOGC after
+// a started cycle's stand-in (doc/policy.md, "Busy loops"). Between
+// looks it returns after a clock reading and three atomic loads.
 func (l *Loop) Busy() {
 	l.rt.busy(l)
 }

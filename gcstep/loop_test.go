@@ -402,8 +402,8 @@ func busy(w *world, l *Loop, n int, alloc uint64) {
 
 // A loop that is never idle, in a program with no heap goal, would pile
 // its garbage up without bound: Busy starts cycles, never an inline one.
-// With a pacer it reads the heap no more than once in busyLookGap, and
-// with one P not at all.
+// With a pacer it leaves the garbage to the pacer and does not read the
+// heap.
 func TestBusyLoopCollectsWithoutAHeapGoal(t *testing.T) {
 	for _, procs := range []int{1, 2} {
 		w, rt := newTest(t, WithReleaseDelay(0), WithExchangeRate(DefaultExchangeRate))
@@ -422,16 +422,13 @@ func TestBusyLoopCollectsWithoutAHeapGoal(t *testing.T) {
 		w, rt := newTest(t, WithReleaseDelay(0), WithExchangeRate(DefaultExchangeRate))
 		w.procs = procs
 		w.setPacer(100)
-		reads, start := w.reads, w.t
+		reads := w.reads
 		busy(w, rt.Loop(), 20000, 16*kib)
 		assert.Zero(t, w.gcs, "GOMAXPROCS=%d: inline cycles in a busy loop with a pacer", procs)
 		assert.Positive(t, w.pacerCycles, "GOMAXPROCS=%d", procs)
 		// The Runtime was made before the pacer: one look finds the goal.
-		most := 1
-		if procs > 1 {
-			most += int((w.t-start)/busyLookGap) + 1
-		}
-		assert.LessOrEqual(t, w.reads-reads, most, "GOMAXPROCS=%d: heap readings by Busy with a pacer", procs)
+		assert.LessOrEqual(t, w.reads-reads, 1, "GOMAXPROCS=%d: heap readings by Busy with a pacer", procs)
+		assert.Zero(t, rt.Stats().BusyCycles, "GOMAXPROCS=%d: cycles started while busy with a pacer", procs)
 	}
 }
 
@@ -464,11 +461,14 @@ func TestSeldomIdleLoopBoundsAGOGCOffHeap(t *testing.T) {
 
 // A stream whose loop falls behind for a while (another process took its
 // CPU, or the producer ran ahead) finds work ready at every wait: no idle
-// moment for many milliseconds. Left to the idle moments, the pile grew
-// to the pacer's trigger, the pacer collected, and its pile stayed
-// resident (DeclinedCushion) for the rest of a stream that is never
-// quiet. Busy starts a cycle once the pile is well past its price.
-func TestBusyStretchDoesNotLeaveThePileToThePacer(t *testing.T) {
+// moment for many milliseconds. Where a pacer collects, Busy leaves that
+// stretch to it: no cycle of ours is started while the loop has work, and
+// the heap is not read. The pacer's pile then stays resident for the rest
+// of a stream that is never quiet, as measured here: the price of not
+// starting cycles beside busy work, which on this machine's seldom-idle
+// loops cost 1.1-1.4x the plain loop's CPU for no lower peak
+// (doc/policy.md, "Busy loops").
+func TestBusyStretchLeavesThePileToThePacer(t *testing.T) {
 	w, rt := newTest(t, WithReleaseDelay(0), WithExchangeRate(DefaultExchangeRate))
 	w.setPacer(100)
 	w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
@@ -476,7 +476,7 @@ func TestBusyStretchDoesNotLeaveThePileToThePacer(t *testing.T) {
 	serve(w, l, 2000, 100*time.Microsecond, 16*kib) // a paced stream: 32 MiB in 0.2 s
 	require.Positive(t, w.gcs+w.starts, "cycles of ours in the stream")
 	require.Zero(t, w.pacerCycles, "the pacer's cycles in the stream")
-	peak := w.peak
+	peak, reads := w.peak, w.reads
 	w.peak = 0
 	for range 1000 { // 41 ms behind: 16 MiB, with work ready at every wait
 		w.alloc(16 * kib)
@@ -486,25 +486,39 @@ func TestBusyStretchDoesNotLeaveThePileToThePacer(t *testing.T) {
 		}
 	}
 	s := rt.Stats()
-	t.Logf("while busy: %d cycles of ours started, %d of the pacer's, peak %d KiB (%d KiB before)", s.BusyCycles, w.pacerCycles, w.peak/kib, peak/kib)
-	assert.Positive(t, s.BusyCycles, "cycles started while busy")
-	assert.Zero(t, w.pacerCycles, "the pacer's cycles while busy")
-	assert.Less(t, w.peak, 4*peak, "the heap's peak while busy, against %d KiB before", peak/kib)
+	t.Logf("while busy: %d cycles of ours started, %d of the pacer's, peak %d KiB (%d KiB before), %d heap readings", s.BusyCycles, w.pacerCycles, w.peak/kib, peak/kib, w.reads-reads)
+	assert.Zero(t, s.BusyCycles, "cycles started while busy")
+	assert.Positive(t, w.pacerCycles, "the pacer's cycles while busy")
+	assert.Zero(t, w.reads-reads, "heap readings while busy")
+	assert.LessOrEqual(t, w.peak, w.r.goal, "the heap's peak while busy: the pacer's goal")
+	pacer := w.pacerCycles
+	w.peak = 0
 	serve(w, l, 2000, 100*time.Microsecond, 16*kib)
-	assert.Zero(t, rt.Stats().DeclinedCushion, "idle moments declined for a resident pile")
-	assert.Zero(t, w.pacerCycles, "the pacer's cycles after")
+	after := rt.Stats()
+	ours := after.CyclesInline + after.CyclesBackground - s.CyclesInline - s.CyclesBackground
+	t.Logf("after: %d cycles of ours, %d of the pacer's, %d idle moments declined for its pile, %d trims, peak %d KiB", ours, w.pacerCycles-pacer, after.DeclinedCushion, after.Trims, w.peak/kib)
+	// The pacer's pages hold the pile: a cycle of ours would lower
+	// nothing, and none runs.
+	assert.Positive(t, after.DeclinedCushion, "idle moments declined for the resident pile")
+	assert.Zero(t, ours, "cycles of ours beside the resident pile")
+	assert.LessOrEqual(t, w.peak, w.r.goal, "the heap's peak after: the pacer's goal")
 }
 
 // pacedBursts makes loop l of world w read n bursts of a stream paced by
 // its producer: 128 KiB in 16 KiB chunks, each read into a fresh buffer
 // with the next chunk ready (Busy, as package poller reports it), then an
 // idle moment and a blocking wait of gap. A loop that wakes does what
-// package poller does with a Deferred: it ends the wait at NextStep (never
-// before a tenth of a step budget) and steps. It reports the wakes.
+// package poller does with a Deferred: it ends each wait at NextStep
+// (never before a tenth of a step budget) and steps, for as long as the
+// gap lasts. It reports the wakes.
 func pacedBursts(w *world, l *Loop, n int, gap time.Duration, wakes bool) (woke int) {
 	for range n {
 		wait := gap
-		if d, ok := l.NextStep(); wakes && ok && max(d, ms/10) < gap {
+		for {
+			d, ok := l.NextStep()
+			if !wakes || !ok || max(d, ms/10) >= wait {
+				break
+			}
 			d = max(d, ms/10)
 			w.t += d
 			l.Waited(d, false)
@@ -538,9 +552,12 @@ func pacedBursts(w *world, l *Loop, n int, gap time.Duration, wakes bool) (woke 
 // A cycle priced at an idle moment falls due in the loop's next blocking
 // wait, and NextStep says when: a loop that wakes for it collects on
 // time, where one that blocks on lets the pile grow until the next
-// burst's idle moment (doc/policy.md, "On time").
+// burst's idle moment (doc/policy.md, "On time"). The piles compared are
+// what the cycles collect on average: the highest pile is the same
+// either way here, set by the few started cycles whose mark lets the
+// next burst's garbage through.
 func TestNextStepWakesTheLoopWhenACycleFallsDue(t *testing.T) {
-	peaks := map[bool]uint64{}
+	piles := map[bool]uint64{}
 	for _, wakes := range []bool{false, true} {
 		// At this rate and these prices a cycle falls due inside the
 		// gap between two bursts, which is what the test is about.
@@ -550,22 +567,24 @@ func TestNextStepWakesTheLoopWhenACycleFallsDue(t *testing.T) {
 		w.bgDelay, w.bgCost = 300*time.Microsecond, 300*time.Microsecond
 		l, other := rt.Loop(), rt.Loop()
 		pacedBursts(w, l, 200, 1100*time.Microsecond, wakes) // prices learned
-		w.peak = 0
+		before := rt.Stats()
 		woke := pacedBursts(w, l, 1000, 1100*time.Microsecond, wakes)
 		s := rt.Stats()
-		cycles := s.CyclesInline + s.CyclesBackground
+		cycles := s.CyclesInline + s.CyclesBackground - before.CyclesInline - before.CyclesBackground
 		require.Positive(t, cycles, "wakes %v: cycles of ours", wakes)
 		assert.Zero(t, w.pacerCycles, "wakes %v: the pacer's cycles", wakes)
-		peaks[wakes] = w.peak - w.r.live
+		piles[wakes] = (s.AllocatedBetween - before.AllocatedBetween) / cycles
 		if wakes {
 			assert.Positive(t, woke, "wakes for a cycle")
-			// One wake a cycle, and a few more where the pile
-			// grew slower than priced: no spinning.
-			assert.LessOrEqual(t, uint64(woke), cycles+cycles/4, "wakes for %d cycles", cycles)
+			// The wait is priced at the faster of the allocation
+			// rates, the burst's here, so a wake may come early and
+			// be followed by one more, a tenth of a budget later at
+			// the least: no spinning.
+			assert.LessOrEqual(t, uint64(woke), 2*cycles, "wakes for %d cycles", cycles)
 		}
 		_, ok := other.NextStep()
 		assert.False(t, ok, "wakes %v: NextStep of a loop that priced no cycle", wakes)
-		t.Logf("wakes %v: %d cycles, %d wakes, peak pile %d KiB; %+v", wakes, cycles, woke, peaks[wakes]>>10, s)
+		t.Logf("wakes %v: %d cycles, %d wakes, %d KiB a cycle; %+v", wakes, cycles, woke, piles[wakes]>>10, s)
 	}
-	assert.Less(t, peaks[true], peaks[false]*9/10, "peak pile with wakes against without")
+	assert.Less(t, piles[true], piles[false]*9/10, "the pile a cycle collects with wakes against without")
 }

@@ -268,13 +268,7 @@ func (rt *Runtime) decide(l *Loop, budget, now time.Duration, busy bool) plan {
 	// What the marking misses grows with the pile (as much again, held
 	// a mark longer) and so costs the same by the second at any height:
 	// it decides between actions, not when one falls due.
-	due := best.fixed
-	if busy && !rt.unbounded.Load() {
-		// A loop with work waiting, where the pacer collects too: only
-		// a pile well past its price (busyOvershoot).
-		due *= busyOvershoot
-	}
-	short := due - pile*rt.p.held
+	short := best.fixed - pile*rt.p.held
 	if short > 0 {
 		// At the faster of the rate since the last cycle and the rate
 		// since the last look: a wait that underestimates lets the
@@ -414,19 +408,6 @@ func (rt *Runtime) bgMark(guess time.Duration) time.Duration {
 func floating(x, m, r, mark float64) float64 {
 	return x / m * r * mark
 }
-
-// busyOvershoot is how far past its price holding the garbage must have
-// gone before a loop with work waiting starts a cycle, in a program whose
-// pacer collects too: twice, a pile about 1.4 times the one an idle
-// moment would have cleared. A cycle falls due at an idle moment, and
-// when the loop is busy then, the next idle moment usually comes soon: a
-// start in the middle of the work holds it, and replacing the inline
-// cycles of idle moments by started ones cost the paced stream 15 % more
-// CPU for no lower peak beside a busy core. What the overshoot catches is
-// a busy stretch long enough to let the pile grow far past its price: up
-// to the pacer's trigger, whose pile then stays resident (doc/policy.md,
-// "Busy loops").
-const busyOvershoot = 2
 
 // noGoal reports whether a heap goal read from the runtime is none at
 // all: GOGC=off without a memory limit reads as the goal of a memory

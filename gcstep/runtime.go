@@ -129,7 +129,7 @@ type Runtime struct {
 	dueAt   atomic.Int64 // Lull's answer is no before this time (env.now, ns)
 	// unbounded says the last look found the program with no heap goal
 	// (GOGC=off and no memory limit, a cycle's stand-in aside): no pacer
-	// collects, and Busy needs no overshoot (see busyOvershoot).
+	// collects, and Busy starts cycles (see busy).
 	unbounded atomic.Bool
 	busyAt    atomic.Int64 // Busy looks again no sooner than this (env.now, ns)
 	// marking says a started cycle's stand-in GOGC may still be in
@@ -194,8 +194,8 @@ type Stats struct {
 	// stepper's would not lower the footprint.
 	DeclinedCushion uint64
 	// BusyCycles counts the cycles started while the loop had work
-	// waiting (see BusyObserver); they are counted in CyclesBackground
-	// too.
+	// waiting, in a program with no heap goal (see Loop.Busy); they are
+	// counted in CyclesBackground too.
 	BusyCycles uint64
 	// DeclinedRelease counts quiet stretches in which returning memory
 	// to the operating system was priced dearer than keeping it.
@@ -430,13 +430,7 @@ func (rt *Runtime) collect(l *Loop, budget, now time.Duration, busy bool) (more 
 		if !busy && budget > 0 {
 			rt.onTime(l, now, p)
 		}
-		if busy && !rt.unbounded.Load() {
-			// This wait runs to the overshoot, past the time a cycle
-			// falls due at an idle moment: Lull keeps its own answer.
-			rt.busyAt.Store(int64(now + min(max(p.wait, 0), recheck)))
-		} else {
-			rt.notBefore(now, p.wait)
-		}
+		rt.notBefore(now, p.wait)
 		return false
 	}
 	// A cycle larger than the whole bucket may run when the bucket is
@@ -504,11 +498,12 @@ func (rt *Runtime) onTime(l *Loop, now time.Duration, p plan) {
 // Busy implements BusyObserver for the Runtime used directly.
 func (rt *Runtime) Busy() { rt.self.Busy() }
 
-// busy is a look for loop l while it has work waiting: it starts a cycle,
-// priced as any (decide), if the garbage has paid for one; where a pacer
-// collects too, only once the pile has gone well past that
-// (busyOvershoot), and only with more than one P. No inline cycle: it
-// would hold the loop's work for the whole cycle.
+// busy is a look for loop l while it has work waiting, in a program with
+// no heap goal: it starts a cycle, priced as any (decide), if the garbage
+// has paid for one. No inline cycle: it would hold the loop's work for
+// the whole cycle. Where a pacer collects, a loop with work waiting
+// leaves its garbage to it (doc/policy.md, "Busy loops"): Busy only puts
+// back a started cycle's GOGC.
 func (rt *Runtime) busy(l *Loop) {
 	if rt.closed.Load() || !rt.cfg.background {
 		return
@@ -518,10 +513,14 @@ func (rt *Runtime) busy(l *Loop) {
 	if now < time.Duration(rt.dueAt.Load()) || now < time.Duration(rt.busyAt.Load()) {
 		return
 	}
-	if !rt.unbounded.Load() && rt.env.procs() == 1 {
-		// With one P a started cycle marks on the loop's P, beside
-		// the work: where the pacer collects, the looks alone cost the
-		// urandom demo 2 % of its peak and 5 % of its CPU.
+	if !rt.unbounded.Load() {
+		// A cycle started in the middle of the work marks on whatever
+		// P the work leaves idle. With both Ps taken (the urandom
+		// demo's loop and writer) it waited for one for 8-10 ms, held
+		// everything allocated meanwhile, and left the pacer's pile
+		// resident after all; on the chunk loop and the urandom child
+		// such cycles cost 1.1-1.25x the plain loop's CPU for a peak
+		// the pacer at GOGC=25 reaches for less.
 		rt.busyAt.Store(int64(now + recheck))
 		return
 	}

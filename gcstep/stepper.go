@@ -69,11 +69,10 @@ type LoopObserver interface {
 // A BusyObserver is a LoopObserver that may collect when its loop has
 // work waiting. A loop that stays busy has no idle moment, and its
 // garbage piles up until it has one: where no pacer collects (GOGC=off
-// without a memory limit), on the urandom demo with both CPUs, 21 MiB in
-// a 120 ms stretch with work always ready; where one does, up to the
-// pacer's trigger, whose pile then stays resident. Package poller calls
-// Busy when a zero-timeout poll that Lull asked for finds work ready
-// instead.
+// without a memory limit), for good (on the urandom demo with both CPUs,
+// 21 MiB in a 120 ms stretch with work always ready). Package poller
+// calls Busy when a zero-timeout poll that Lull asked for finds work
+// ready instead.
 type BusyObserver interface {
 	LoopObserver
 	// Busy is called by a loop that has work ready at a moment when Lull

@@ -73,7 +73,8 @@ func (d *idler) once(last *atomic.Int64, now int64) bool {
 // sets *mayStep to false as a step's "no more" does). A stepper that is a
 // gcstep.BusyObserver is told when that zero-timeout poll finds work
 // ready instead (Busy): a loop that stays busy has no idle moment, and
-// its garbage would pile up until it had one (under GOGC=off, for good).
+// under GOGC=off, where no pacer collects, its garbage would pile up
+// until it had one.
 //
 // A stepper that is a gcstep.Deferred may have work fall due while the
 // program sleeps (the runtime stepper's cycle that falls due in a gap, or
