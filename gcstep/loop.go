@@ -40,6 +40,12 @@ type Loop struct {
 	stretches [stretchWindow]time.Duration
 	nStretch  int
 	nextStr   int
+	// after are what the recent releases of quiet stretches got: how
+	// long each stretch went on after its release began, ended by this
+	// loop's work.
+	after  [stretchWindow]time.Duration
+	nAfter int
+	nextAf int
 
 	work *Work // the Work this handle serves, if any: while it has work in flight, not quiet
 }
@@ -136,6 +142,11 @@ func (l *Loop) waitedAt(now, d time.Duration, work bool) {
 		l.stretches[l.nextStr] = now - l.lastWork
 		l.nextStr = (l.nextStr + 1) % stretchWindow
 		l.nStretch = min(l.nStretch+1, stretchWindow)
+		if at := time.Duration(l.rt.quietReleaseAt.Load()); at > l.lastWork && at <= now {
+			l.after[l.nextAf] = now - at
+			l.nextAf = (l.nextAf + 1) % stretchWindow
+			l.nAfter = min(l.nAfter+1, stretchWindow)
+		}
 	case d < q:
 		l.gaps[l.nextGap] = d
 		l.nextGap = (l.nextGap + 1) % gapWindow
@@ -228,6 +239,20 @@ func (l *Loop) lastBudget() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.budget
+}
+
+// afterRelease is how long the loop's quiet stretches went on after
+// their release began, lately (the median), and false if none is known.
+func (l *Loop) afterRelease() (time.Duration, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.nAfter == 0 {
+		return 0, false
+	}
+	s := l.after
+	k := s[:l.nAfter]
+	slices.Sort(k)
+	return k[len(k)/2], true
 }
 
 // expectedStretch is how long the loop's quiet stretches have lasted

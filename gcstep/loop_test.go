@@ -100,6 +100,40 @@ func TestQuietEmptiesTheGapOnce(t *testing.T) {
 	assert.True(t, ok)
 }
 
+// A cgroup's CPU quota stops every thread of the process at once: a loop
+// blocked for its quiet period's wakeup sleeps through it, its wait times
+// out, and its producer, stopped too, writes again a moment later. Such a
+// stretch looks quiet and ends at once. The release of the first one
+// finds that out, and the next ones are not released, where stretches
+// that go on after their release keep theirs.
+func TestReleaseLearnsWhatAStretchLeft(t *testing.T) {
+	for _, rest := range []time.Duration{100 * time.Microsecond, 500 * ms} {
+		w, rt := newTest(t, WithReleaseDelay(20*ms), WithExchangeRate(DefaultExchangeRate))
+		w.fault = 10 * time.Microsecond // this machine's price
+		l := rt.Loop()
+		for range 8 {
+			serve(w, l, 50, 20*time.Microsecond, 256*kib)
+			d, ok := l.NextStep()
+			require.True(t, ok, "rest %v: nothing to empty after a burst", rest)
+			frozen := d + 25*ms // the quota's stop outlasts the wait
+			w.t += frozen
+			l.Waited(frozen, false)
+			l.Step(ms)
+			w.releaseCost = int(ms)
+			w.run()
+			w.t += rest
+			l.Waited(rest, true)
+		}
+		s := rt.Stats()
+		t.Logf("rest %v: %d releases of 8 stretches", rest, s.QuietPeriods)
+		if rest < ms {
+			assert.LessOrEqual(t, s.QuietPeriods, uint64(2), "releases of stretches that end as they are released")
+		} else {
+			assert.EqualValues(t, 8, s.QuietPeriods, "releases of stretches that go on")
+		}
+	}
+}
+
 func TestQuietWithoutAllocationWakesNobody(t *testing.T) {
 	w, rt := newTest(t, WithReleaseDelay(20*ms))
 	l := rt.Loop()

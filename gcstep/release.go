@@ -94,6 +94,9 @@ func (rt *Runtime) startRelease(need, since time.Duration, trim bool) {
 	rt.armed.Store(false)
 	rt.releasedAllocs = rt.r.allocs
 	rt.releasing = true
+	if !trim {
+		rt.quietReleaseAt.Store(int64(rt.env.now()))
+	}
 	before := rt.r.released
 	rt.charge(need)
 	rt.wg.Add(1)
@@ -134,20 +137,36 @@ func (rt *Runtime) startRelease(need, since time.Duration, trim bool) {
 // loops' last work is expected to last at now: what the loops' recent
 // stretches (the longest of their medians) leave of it, and at least as
 // long again as it has lasted (a stretch that outlived the usual one is
-// a longer kind). Before any stretch is known, a second.
+// a longer kind). Before any stretch is known, a second. Once releases
+// were made, never more than they got: the median of how long the
+// stretches went on after their release began.
 func (rt *Runtime) expectedQuiet(now time.Duration) time.Duration {
 	elapsed := max(now-rt.quietSince(), 0)
-	var typical time.Duration
-	known := false
+	var typical, got time.Duration
+	known, learned := false, false
 	for _, l := range *rt.loops.Load() {
 		if s, ok := l.expectedStretch(); ok {
 			typical, known = max(typical, s), true
 		}
+		if a, ok := l.afterRelease(); ok && (!learned || a < got) {
+			got, learned = a, true
+		}
 	}
-	if !known {
-		return max(firstQuiet-elapsed, elapsed)
+	q := max(firstQuiet-elapsed, elapsed)
+	if known {
+		q = max(typical-elapsed, elapsed)
 	}
-	return max(typical-elapsed, elapsed)
+	if learned {
+		// What the releases before got, the stretch's rest after
+		// each began (as short as any loop's), bounds what this one
+		// will: where something stops the whole process (a cgroup's
+		// CPU quota stops every thread at once for tens of
+		// milliseconds), the loop's first look after it finds its
+		// last work that long ago, and the work comes back a moment
+		// later.
+		q = min(q, got)
+	}
+	return q
 }
 
 // firstQuiet is how long the first quiet stretch is expected to last,

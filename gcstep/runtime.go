@@ -141,7 +141,11 @@ type Runtime struct {
 	cycleAt   atomic.Int64
 	cycleLoop atomic.Pointer[Loop]
 	retryAt   atomic.Int64 // a release declined: it is priced again at this time (env.now, ns)
-	armed     atomic.Bool  // allocated enough since the last release to make another
+	// quietReleaseAt is when the last release of a quiet stretch began
+	// (env.now, ns; 0: none yet), so that the loop whose work ends the
+	// stretch records what the release got (see expectedQuiet).
+	quietReleaseAt atomic.Int64
+	armed          atomic.Bool // allocated enough since the last release to make another
 	// recheck is when maybeArmed reads the heap again (ns, env.now), and
 	// allocating whether its last reading saw the program allocate: see
 	// maybeArmed.
