@@ -246,13 +246,7 @@ func (l *Loop) lastBudget() time.Duration {
 func (l *Loop) afterRelease() (time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.nAfter == 0 {
-		return 0, false
-	}
-	s := l.after
-	k := s[:l.nAfter]
-	slices.Sort(k)
-	return k[len(k)/2], true
+	return recentMedian(l.after, l.nAfter)
 }
 
 // expectedStretch is how long the loop's quiet stretches have lasted
@@ -260,11 +254,16 @@ func (l *Loop) afterRelease() (time.Duration, bool) {
 func (l *Loop) expectedStretch() (time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.nStretch == 0 {
+	return recentMedian(l.stretches, l.nStretch)
+}
+
+// recentMedian is the median of the first n samples of a loop's ring
+// (a copy, sorted), and false if there are none.
+func recentMedian(ring [stretchWindow]time.Duration, n int) (time.Duration, bool) {
+	if n == 0 {
 		return 0, false
 	}
-	s := l.stretches
-	k := s[:l.nStretch]
+	k := ring[:n]
 	slices.Sort(k)
 	return k[len(k)/2], true
 }
