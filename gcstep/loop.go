@@ -37,15 +37,11 @@ type Loop struct {
 
 	// stretches are the loop's recent quiet stretches: how long each
 	// lasted, from its last work to the next.
-	stretches [stretchWindow]time.Duration
-	nStretch  int
-	nextStr   int
+	stretches recentStretches
 	// after are what the recent releases of quiet stretches got: how
 	// long each stretch went on after its release began, ended by this
 	// loop's work.
-	after  [stretchWindow]time.Duration
-	nAfter int
-	nextAf int
+	after recentStretches
 
 	work *Work // the Work this handle serves, if any: while it has work in flight, not quiet
 }
@@ -139,13 +135,9 @@ func (l *Loop) waitedAt(now, d time.Duration, work bool) {
 	// loop may have woken for a timer, or to empty the gap, in it.
 	switch q := l.quietPeriod(); {
 	case l.lastWork > 0 && now-l.lastWork >= q:
-		l.stretches[l.nextStr] = now - l.lastWork
-		l.nextStr = (l.nextStr + 1) % stretchWindow
-		l.nStretch = min(l.nStretch+1, stretchWindow)
+		l.stretches.add(now - l.lastWork)
 		if at := time.Duration(l.rt.quietReleaseAt.Load()); at > l.lastWork && at <= now {
-			l.after[l.nextAf] = now - at
-			l.nextAf = (l.nextAf + 1) % stretchWindow
-			l.nAfter = min(l.nAfter+1, stretchWindow)
+			l.after.add(now - at)
 		}
 	case d < q:
 		l.gaps[l.nextGap] = d
@@ -246,7 +238,7 @@ func (l *Loop) lastBudget() time.Duration {
 func (l *Loop) afterRelease() (time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return recentMedian(l.after, l.nAfter)
+	return l.after.median()
 }
 
 // expectedStretch is how long the loop's quiet stretches have lasted
@@ -254,18 +246,32 @@ func (l *Loop) afterRelease() (time.Duration, bool) {
 func (l *Loop) expectedStretch() (time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return recentMedian(l.stretches, l.nStretch)
+	return l.stretches.median()
 }
 
-// recentMedian is the median of the first n samples of a loop's ring
-// (a copy, sorted), and false if there are none.
-func recentMedian(ring [stretchWindow]time.Duration, n int) (time.Duration, bool) {
-	if n == 0 {
+// recentStretches keeps a loop's last stretchWindow samples of a
+// duration. Guarded by the loop's mu.
+type recentStretches struct {
+	v    [stretchWindow]time.Duration
+	n    int // samples in v, up to stretchWindow
+	next int // the slot the next sample overwrites
+}
+
+func (r *recentStretches) add(d time.Duration) {
+	r.v[r.next] = d
+	r.next = (r.next + 1) % stretchWindow
+	r.n = min(r.n+1, stretchWindow)
+}
+
+// median is the median of the samples, and false if there are none.
+func (r *recentStretches) median() (time.Duration, bool) {
+	if r.n == 0 {
 		return 0, false
 	}
-	k := ring[:n]
-	slices.Sort(k)
-	return k[len(k)/2], true
+	k := r.v // a copy, sorted
+	s := k[:r.n]
+	slices.Sort(s)
+	return s[len(s)/2], true
 }
 
 // quietPeriod is how long the loop must do nothing to count as quiet:
