@@ -132,9 +132,12 @@
 //	                              GOGC points joined as the frontier, the
 //	                              memory-limit point and the stepper apart
 //
-// The summary table sets the stepper's peak RSS over the floor beside the
-// best pacer point that costs no more: the lowest among the runs without a
-// stepper at GOGC 100, 50, 25 and 10 that use at least 1/1.1 of the
-// stepper's CPU; their ratio; and whether the stepper is on or below the
-// frontier (ratio ≤ 1) and 25 % below it (ratio ≤ 0.75).
+// Two summary tables, by peak and by time-averaged RSS over the floor, set
+// the stepper beside GOGC's frontier at its cost: the pacer point (without
+// a stepper, at a GOGC of -frontier-gogc) with the least memory among
+// those that use no more CPU than the stepper, within 10 % for the noise
+// of CPU time between runs. Each names the point chosen, the ratio of the
+// stepper's memory to the point's, and whether the stepper is on or below
+// the frontier (ratio ≤ 1) and 25 % below it (ratio ≤ 0.75); where every
+// point uses more CPU than that, it says "none cheaper" and gives no ratio.
 package main

@@ -19,18 +19,14 @@ import (
 
 // The frontier mode (-frontier) measures the stepper against Go's own
 // knob: a user can always turn GOGC down or set GOMEMLIMIT instead of
-// running a stepper, so a memory win counts only against the best pacer
-// point that costs no more. Every workload runs without a stepper at each
-// GOGC of the frontier and with GOMEMLIMIT near its floor, and with
+// running a stepper, so a memory win counts only against GOGC's frontier
+// at the stepper's cost (judge). Every workload runs without a stepper at
+// each GOGC of the frontier and with GOMEMLIMIT near its floor, and with
 // gcstep.NewRuntime() (no options) at the program's GOGC, under each
 // condition; the tables and charts put memory over the floor against CPU.
 
-// defaultFrontierGOGC are the pacer points, and frontierJudged those the
-// summary's rule picks the best from.
-var (
-	defaultFrontierGOGC = []string{"400", "200", "100", "50", "25", "10"}
-	frontierJudged      = []string{"100", "50", "25", "10"}
-)
+// defaultFrontierGOGC are the pacer points.
+var defaultFrontierGOGC = []string{"400", "200", "100", "50", "25", "10"}
 
 // defaultFrontierWorkloads are the workloads of the frontier: the streams
 // and the request/response servers, every one with a floor variant.

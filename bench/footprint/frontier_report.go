@@ -91,14 +91,14 @@ func summariseFrontier(runs []frontierRun) []frontierSummary {
 
 func firstIndex[T any](s []T, f func(T) bool) int { return slices.IndexFunc(s, f) }
 
-// A verdict sets the stepper at one GOGC beside the best pacer point that
-// costs no more, by the rule of issue 20: among the runs without a stepper
-// at GOGC 100, 50, 25 and 10 that use at least 1/1.1 of the stepper's CPU
-// (the stepper may spend up to 10 % more than the setting it beats), the
-// lowest memory over the floor. Memory is the peak RSS (Verdicts) or the
-// time-averaged RSS (AvgVerdicts): the peak is what a stream's footprint
-// is judged by, the average what a server that is idle between bursts
-// holds over time.
+// A verdict sets the stepper at one GOGC beside GOGC's frontier at the
+// stepper's cost: of the pacer points (no stepper, each GOGC of the
+// frontier) that use no more CPU than the stepper, within
+// frontierCPUSlack, the one with the lowest memory over the floor. Memory
+// is the peak RSS (Verdicts) or the time-averaged RSS (AvgVerdicts): the
+// peak is what a stream's footprint is judged by, the average what a
+// server that is idle between bursts holds over time. The memory-limit
+// point is not on the frontier: it is another knob, shown apart.
 type verdict struct {
 	Workload    string  `json:"workload"`
 	Condition   string  `json:"condition"`
@@ -107,17 +107,37 @@ type verdict struct {
 	StepperOver int64   `json:"stepper_over_floor_bytes"`
 	StepperCPU  float64 `json:"stepper_cpu_seconds"`
 	IdleShare   float64 `json:"idle_share"`
-	Best        string  `json:"best,omitempty"` // "" when no pacer point ran
-	// Cheaper is set when no judged point uses 1/1.1 of the stepper's
-	// CPU: then Best is the lowest among them all, every one cheaper than
-	// the stepper, and the stepper is on or below the frontier only if
-	// it holds less (then it is beyond its end, at a higher cost: n/a).
-	Cheaper      bool    `json:"cheaper,omitempty"`
-	BestOver     int64   `json:"best_over_floor_bytes,omitempty"`
-	BestCPU      float64 `json:"best_cpu_seconds,omitempty"`
-	Ratio        float64 `json:"ratio,omitempty"` // stepper over best, both over the floor
-	OnOrBelow    bool    `json:"on_or_below"`
-	QuarterBelow bool    `json:"quarter_below"` // ratio ≤ 0.75
+	// Best names the chosen pacer point ("GOGC=100"); "" when None says
+	// why there is none, and then the fields after None are empty too.
+	Best     string  `json:"best"`
+	None     string  `json:"none,omitempty"` // noneCheaper or noneRan
+	BestOver int64   `json:"best_over_floor_bytes,omitempty"`
+	BestCPU  float64 `json:"best_cpu_seconds,omitempty"`
+	// Ratio is the stepper's memory over the floor over Best's; nil
+	// without a Best, so that no reader takes a missing one for 0.
+	Ratio        *float64 `json:"ratio,omitempty"`
+	OnOrBelow    bool     `json:"on_or_below"`   // ratio ≤ 1
+	QuarterBelow bool     `json:"quarter_below"` // ratio ≤ 0.75
+}
+
+// Why a verdict has no Best.
+const (
+	noneCheaper = "none cheaper" // every pacer point used more than frontierCPUSlack times the stepper's CPU
+	noneRan     = "none ran"     // no pacer point ran beside the stepper
+)
+
+// frontierCPUSlack is how much more CPU than the stepper a pacer point may
+// use and still count as costing no more. The stepper and the pacer points
+// are measured in different runs, interleaved on a shared 2-core VM, where
+// the CPU time of the same point differs by a few per cent from run to run:
+// without the slack, a point at the stepper's true cost would drop out
+// about half the time.
+const frontierCPUSlack = 1.10
+
+// costsNoMore reports whether a point using cpu seconds is at or under
+// the stepper's cost, stepperCPU, within frontierCPUSlack.
+func costsNoMore(cpu, stepperCPU float64) bool {
+	return cpu <= stepperCPU*frontierCPUSlack
 }
 
 // What a verdict weighs: the peak or the time-averaged RSS over the floor.
@@ -140,6 +160,10 @@ const overFloorQuantum = 100 << 10
 
 // judge makes a verdict per workload, condition and stepper GOGC, weighing
 // memory by the measure memory names (memPeak or memAvg).
+//
+// It does not fall back to the cheapest point when none costs no more: a
+// stepper cheaper than every pacer point has no point at its cost to be
+// judged against, and a ratio against a dearer one would be read as one.
 func judge(sum []frontierSummary, memory string) []verdict {
 	var out []verdict
 	for _, st := range sum {
@@ -147,29 +171,26 @@ func judge(sum []frontierSummary, memory string) []verdict {
 			continue
 		}
 		v := verdict{Workload: st.Workload, Condition: st.Condition, Memory: memory, StepperGOGC: st.GOGC,
-			StepperOver: st.over(memory), StepperCPU: st.CPU, IdleShare: st.IdleShare}
-		var best, cheaper *frontierSummary
+			StepperOver: st.over(memory), StepperCPU: st.CPU, IdleShare: st.IdleShare, None: noneRan}
+		var best *frontierSummary
 		for i, s := range sum {
-			if s.Workload != st.Workload || s.Condition != st.Condition || s.Kind != kindPacer ||
-				!slices.Contains(frontierJudged, s.GOGC) {
+			if s.Workload != st.Workload || s.Condition != st.Condition || s.Kind != kindPacer {
 				continue
 			}
-			at := &best
-			if s.CPU < st.CPU/1.1 {
-				at = &cheaper
+			v.None = noneCheaper
+			if !costsNoMore(s.CPU, st.CPU) {
+				continue
 			}
-			if *at == nil || s.over(memory) < (*at).over(memory) {
-				*at = &sum[i]
+			if best == nil || s.over(memory) < best.over(memory) ||
+				s.over(memory) == best.over(memory) && s.CPU < best.CPU {
+				best = &sum[i]
 			}
-		}
-		if best == nil && cheaper != nil {
-			best, v.Cheaper = cheaper, true
 		}
 		if best != nil {
+			v.None = ""
 			v.Best, v.BestOver, v.BestCPU = best.Point, best.over(memory), best.CPU
-			v.Ratio = float64(max(v.StepperOver, 0)) / float64(max(v.BestOver, overFloorQuantum))
-			v.OnOrBelow = v.Ratio <= 1 && !v.Cheaper
-			v.QuarterBelow = v.Ratio <= 0.75 && !v.Cheaper
+			r := float64(max(v.StepperOver, 0)) / float64(max(v.BestOver, overFloorQuantum))
+			v.Ratio, v.OnOrBelow, v.QuarterBelow = &r, r <= 1, r <= 0.75
 		}
 		out = append(out, v)
 	}
@@ -258,31 +279,38 @@ func overMiB(s frontierSummary, over int64) string {
 	return fmt.Sprintf("%+.1f MiB", float64(over)/(1<<20))
 }
 
-// verdictHead names the rule in the summary's header.
-const verdictHead = "best pacer point: lowest %s over floor among no stepper at GOGC 100, 50, 25, 10 using ≥ 1/1.1 of the stepper's CPU"
+// verdictHead names the rule in the summary's header, for memory by
+// memoryNames.
+func verdictHead(memory string) string {
+	return fmt.Sprintf("GOGC's frontier at the stepper's cost: the pacer point with the lowest %s over floor "+
+		"among those using no more CPU than the stepper, within %.0f %% (CPU ≤ %.2f × the stepper's)",
+		memory, 100*(frontierCPUSlack-1), frontierCPUSlack)
+}
 
-// memoryNames are the summaries' names for what their verdicts weigh.
-var memoryNames = map[string]string{memPeak: "peak RSS", memAvg: "time-averaged RSS"}
+// memoryNames are the summaries' names for what their verdicts weigh, and
+// memoryColumns the short ones of their columns.
+var (
+	memoryNames   = map[string]string{memPeak: "peak RSS", memAvg: "time-averaged RSS"}
+	memoryColumns = map[string]string{memPeak: "peak", memAvg: "average"}
+)
 
 func writeVerdicts(w io.Writer, vs []verdict) {
 	if len(vs) == 0 {
 		return
 	}
 	name := memoryNames[vs[0].Memory]
-	fmt.Fprintf(w, "summary by %s: the stepper (gcstep.NewRuntime(), no options) against the "+verdictHead+";\nratio = stepper's %s over floor / best's (a best at or under the floor counts as 0.1 MiB); on/below frontier: ratio ≤ 1;\n(cheaper): no such point, so the lowest of them all, each using < 1/1.1 of the stepper's CPU: the stepper is above the frontier if it holds more\n\n", name, name, name)
+	fmt.Fprintf(w, "summary by %s: the stepper (gcstep.NewRuntime(), no options) against %s;\n"+
+		"ratio = stepper's %s over floor / the frontier point's (one at or under the floor counts as 0.1 MiB); on/below frontier: ratio ≤ 1;\n"+
+		"%s: every pacer point used more than %.2f × the stepper's CPU, so there is no point at its cost and no ratio\n\n",
+		name, verdictHead(name), name, noneCheaper, frontierCPUSlack)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tcondition\tstepper at\tidle\tover floor\tCPU\tbest pacer point\tover floor\tCPU\tratio\ton/below frontier\t≥25 % below\t")
+	col := memoryColumns[vs[0].Memory]
+	fmt.Fprintf(tw, "workload\tcondition\tstepper at\tidle\t%s over floor\tCPU\tfrontier point by %s\tover floor\tCPU\tratio\ton/below frontier\t≥25 %% below\t\n", col, col)
 	for _, v := range vs {
-		best, bestOver, bestCPU, ratio, on, quarter := "none ran", "-", "-", "-", "n/a", "n/a"
+		best, bestOver, bestCPU, ratio, on, quarter := v.None, "-", "-", "-", "n/a", "n/a"
 		if v.Best != "" {
 			best, bestOver, bestCPU = v.Best, fmt.Sprintf("%+.1f MiB", float64(v.BestOver)/(1<<20)), fmt.Sprintf("%.2fs", v.BestCPU)
-			ratio, on, quarter = fmt.Sprintf("%.2f", v.Ratio), yesNo(v.OnOrBelow), yesNo(v.QuarterBelow)
-		}
-		if v.Cheaper {
-			best += " (cheaper)"
-			if v.Ratio < 1 {
-				on, quarter = "n/a", "n/a" // beyond the frontier's end, at a higher cost
-			}
+			ratio, on, quarter = fmt.Sprintf("%.2f", *v.Ratio), yesNo(v.OnOrBelow), yesNo(v.QuarterBelow)
 		}
 		fmt.Fprintf(tw, "%s\t%s\tGOGC=%s\t%.0f %%\t%+.1f MiB\t%.2fs\t%s\t%s\t%s\t%s\t%s\t%s\t\n", v.Workload, v.Condition, v.StepperGOGC,
 			100*v.IdleShare, float64(v.StepperOver)/(1<<20), v.StepperCPU, best, bestOver, bestCPU, ratio, on, quarter)

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,12 +52,20 @@ func TestQuickFrontier(t *testing.T) {
 	require.Len(t, rep.Verdicts, 2, "the stepper at GOGC=100 and off")
 	require.Len(t, rep.AvgVerdicts, 2, "the stepper at GOGC=100 and off")
 	for _, v := range append(rep.Verdicts, rep.AvgVerdicts...) {
-		assert.NotEmpty(t, v.Best, "a pacer point to judge against")
-		assert.False(t, math.IsInf(v.Ratio, 0) || math.IsNaN(v.Ratio), "ratio %v", v.Ratio)
+		// Whether a pacer point costs no more than the stepper is up to
+		// the machine: either one was chosen and the ratio is finite,
+		// or none was cheaper, and then there is no ratio.
+		if v.Best == "" {
+			assert.Equal(t, noneCheaper, v.None, "%s: two pacer points ran", v.Memory)
+			assert.Nil(t, v.Ratio)
+			continue
+		}
+		require.NotNil(t, v.Ratio, v.Memory)
+		assert.False(t, math.IsInf(*v.Ratio, 0) || math.IsNaN(*v.Ratio), "ratio %v", *v.Ratio)
 	}
 	assert.Contains(t, stdout.String(), "of it, runtime's own")
-	assert.Contains(t, stdout.String(), fmt.Sprintf(verdictHead, "peak RSS"))
-	assert.Contains(t, stdout.String(), fmt.Sprintf(verdictHead, "time-averaged RSS"))
+	assert.Contains(t, stdout.String(), verdictHead("peak RSS"))
+	assert.Contains(t, stdout.String(), verdictHead("time-averaged RSS"))
 
 	b, err := os.ReadFile(filepath.Join(dir, "frontier.json"))
 	require.NoError(t, err)
@@ -72,54 +80,194 @@ func TestQuickFrontier(t *testing.T) {
 	assert.True(t, bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")), "a PNG")
 }
 
-func TestJudge(t *testing.T) {
+// judgeCase is one workload under one condition: its pacer points and
+// its stepper, memory over the floor in MiB.
+type judgeCase struct {
+	name    string
+	pacers  []judgePoint
+	stepper judgePoint
+	memory  string
+	best    string  // "" for none
+	none    string  // why none
+	ratio   float64 // when best is set
+	on      bool
+	quarter bool
+}
+
+type judgePoint struct {
+	gogc      string
+	cpu       float64
+	peak, avg float64 // MiB over the floor
+}
+
+func (c judgeCase) summary() []frontierSummary {
 	const mib = 1 << 20
-	pacer := func(gogc string, over int64, cpu float64) frontierSummary {
-		return frontierSummary{Workload: "w", Condition: "c", Kind: kindPacer, GOGC: gogc, Point: "GOGC=" + gogc, OverPeak: over, CPU: cpu}
+	s := func(kind string, p judgePoint) frontierSummary {
+		name := "GOGC=" + p.gogc
+		if kind == kindStepper {
+			name = "stepper " + name
+		}
+		return frontierSummary{Workload: "w", Condition: "c", Kind: kind, GOGC: p.gogc, Point: name,
+			OverPeak: int64(p.peak * mib), OverAvg: int64(p.avg * mib), CPU: p.cpu}
 	}
-	sum := []frontierSummary{
-		pacer("400", 1*mib, 2), // the least memory, but not judged: 400 is not in the rule
-		pacer("100", 8*mib, 1.0),
-		pacer("50", 6*mib, 0.95),
-		pacer("25", 4*mib, 0.90), // 0.90 < 1.0/1.1: too cheap to count
-		{Workload: "w", Condition: "c", Kind: kindStepper, GOGC: "100", Point: "stepper GOGC=100", OverPeak: 3 * mib, CPU: 1.0},
+	var sum []frontierSummary
+	for _, p := range c.pacers {
+		sum = append(sum, s(kindPacer, p))
 	}
-	vs := judge(sum, memPeak)
-	require.Len(t, vs, 1)
-	v := vs[0]
-	assert.Equal(t, "GOGC=50", v.Best, "the lowest among the judged points using ≥ 1/1.1 of the stepper's CPU")
-	assert.InDelta(t, 0.5, v.Ratio, 1e-9)
-	assert.True(t, v.OnOrBelow)
-	assert.True(t, v.QuarterBelow)
-	assert.False(t, v.Cheaper)
+	// Neither the memory-limit point nor another condition's points are
+	// on this frontier, however cheap and small.
+	sum = append(sum, frontierSummary{Workload: "w", Condition: "c", Kind: kindLimit, GOGC: "off", Point: "GOGC=off GOMEMLIMIT=1KiB", CPU: 0.1})
+	other := s(kindPacer, judgePoint{"100", 0.1, 0, 0})
+	other.Condition = "1P"
+	return append(sum, other, s(kindStepper, c.stepper))
+}
 
-	// A stepper dearer than every judged point by more than 10 % is
-	// judged against the lowest of them, marked cheaper.
-	sum[4].CPU, sum[4].OverPeak = 2, 5*mib
-	v = judge(sum, memPeak)[0]
-	assert.True(t, v.Cheaper)
-	assert.Equal(t, "GOGC=25", v.Best)
-	assert.InDelta(t, 1.25, v.Ratio, 1e-9)
-	assert.False(t, v.OnOrBelow)
+// frontierPoints is a frontier as it usually runs: the lower the GOGC,
+// the more CPU and the less memory.
+var frontierPoints = []judgePoint{
+	{"400", 0.80, 16, 8},
+	{"200", 0.90, 12, 6},
+	{"100", 1.00, 8, 4},
+	{"50", 1.20, 6, 3},
+	{"25", 1.70, 4, 2},
+	{"10", 2.50, 2, 1},
+}
 
-	// By the time-averaged RSS, a stepper that empties the gaps can be
-	// below the frontier where its peak is above it.
-	sum[4].CPU, sum[4].OverPeak, sum[4].OverAvg = 1.0, 7*mib, mib
-	sum[1].OverAvg, sum[2].OverAvg, sum[3].OverAvg = 5*mib, 4*mib, 2*mib
-	v = judge(sum, memPeak)[0]
-	assert.Equal(t, "GOGC=50", v.Best)
-	assert.False(t, v.QuarterBelow, "peak: 7 MiB against 6")
-	v = judge(sum, memAvg)[0]
-	assert.Equal(t, memAvg, v.Memory)
-	assert.Equal(t, "GOGC=50", v.Best, "GOGC=25 is too cheap to count here too")
-	assert.InDelta(t, 0.25, v.Ratio, 1e-9)
-	assert.True(t, v.QuarterBelow)
+func TestJudge(t *testing.T) {
+	tests := []judgeCase{
+		{
+			// The old rule judged this stepper against GOGC=10, at 2.5
+			// times its CPU, and failed it; GOGC=400 it did not judge.
+			name:    "cheap stepper against dearer low GOGC",
+			pacers:  []judgePoint{{"400", 0.80, 16, 8}, {"100", 1.00, 8, 4}, {"25", 1.70, 4, 2}, {"10", 2.50, 2, 1}},
+			stepper: judgePoint{"100", 1.00, 3, 1},
+			memory:  memPeak, best: "GOGC=100", ratio: 3.0 / 8, on: true, quarter: true,
+		},
+		{
+			name:    "cheap stepper by average",
+			pacers:  []judgePoint{{"400", 0.80, 16, 8}, {"100", 1.00, 8, 4}, {"25", 1.70, 4, 2}, {"10", 2.50, 2, 1}},
+			stepper: judgePoint{"100", 1.00, 3, 1},
+			memory:  memAvg, best: "GOGC=100", ratio: 1.0 / 4, on: true, quarter: true,
+		},
+		{
+			name:    "stepper dearer than every point: the lowest of all",
+			pacers:  frontierPoints,
+			stepper: judgePoint{"off", 3.00, 1, 0.5},
+			memory:  memPeak, best: "GOGC=10", ratio: 0.5, on: true, quarter: true,
+		},
+		{
+			name:    "stepper dearer than every point, above it",
+			pacers:  frontierPoints,
+			stepper: judgePoint{"off", 3.00, 3, 0.5},
+			memory:  memPeak, best: "GOGC=10", ratio: 1.5,
+		},
+		{
+			name:    "stepper cheaper than every point by over 10 %",
+			pacers:  frontierPoints,
+			stepper: judgePoint{"100", 0.70, 1, 0.5},
+			memory:  memPeak, none: noneCheaper,
+		},
+		{
+			name:    "stepper cheaper than every point by over 10 %, by average",
+			pacers:  frontierPoints,
+			stepper: judgePoint{"100", 0.70, 1, 0.5},
+			memory:  memAvg, none: noneCheaper,
+		},
+		{
+			name:    "a point at 1.10 times the stepper's CPU costs no more",
+			pacers:  []judgePoint{{"400", 1.50, 9, 5}, {"100", 2.20, 3, 2}, {"50", 2.21, 2, 1}},
+			stepper: judgePoint{"100", 2.00, 2.25, 1},
+			memory:  memPeak, best: "GOGC=100", ratio: 0.75, on: true, quarter: true,
+		},
+		{
+			name:    "a point just over 1.10 times the stepper's CPU costs more",
+			pacers:  []judgePoint{{"50", 2.21, 2, 1}},
+			stepper: judgePoint{"100", 2.00, 2.25, 1},
+			memory:  memPeak, none: noneCheaper,
+		},
+		{
+			// Within 10 %, a point dearer than the stepper counts; the old
+			// rule also took it, but not GOGC=400 beside it.
+			name:    "a dearer point within 10 % and a cheap one",
+			pacers:  []judgePoint{{"400", 0.50, 1.5, 5}, {"100", 1.05, 2, 1}},
+			stepper: judgePoint{"100", 1.00, 1.5, 1},
+			memory:  memPeak, best: "GOGC=400", ratio: 1, on: true,
+		},
+		{
+			// By peak and by average, different points can be the frontier.
+			name:    "by average, another point",
+			pacers:  []judgePoint{{"400", 0.50, 1.5, 5}, {"100", 1.05, 2, 1}},
+			stepper: judgePoint{"100", 1.00, 1.5, 1},
+			memory:  memAvg, best: "GOGC=100", ratio: 1, on: true,
+		},
+		{
+			name:    "a frontier point at the floor counts as 0.1 MiB",
+			pacers:  []judgePoint{{"100", 1.00, -1, 0}},
+			stepper: judgePoint{"100", 1.00, 50.0 / 1024, 0}, // 50 KiB
+			memory:  memPeak, best: "GOGC=100", ratio: 0.5, on: true, quarter: true,
+		},
+		{
+			name:    "no pacer point ran",
+			stepper: judgePoint{"100", 1.00, 1, 1},
+			memory:  memPeak, none: noneRan,
+		},
+	}
+	for _, c := range tests {
+		t.Run(c.name, func(t *testing.T) {
+			vs := judge(c.summary(), c.memory)
+			require.Len(t, vs, 1)
+			v := vs[0]
+			assert.Equal(t, c.memory, v.Memory)
+			assert.Equal(t, c.stepper.gogc, v.StepperGOGC)
+			assert.Equal(t, c.best, v.Best)
+			assert.Equal(t, c.none, v.None)
+			if c.best == "" {
+				assert.Nil(t, v.Ratio, "no ratio without a frontier point")
+			} else if assert.NotNil(t, v.Ratio) {
+				assert.InDelta(t, c.ratio, *v.Ratio, 1e-9)
+			}
+			assert.Equal(t, c.on, v.OnOrBelow, "on or below")
+			assert.Equal(t, c.quarter, v.QuarterBelow, "25 % below")
+		})
+	}
+}
 
-	// A best at the floor does not make the ratio infinite.
-	sum[4].CPU = 1.0
-	sum[2].OverPeak = -mib
-	v = judge(sum, memPeak)[0]
-	assert.False(t, math.IsInf(v.Ratio, 0))
+// The summary names the chosen point by each measure, and marks a stepper
+// with nothing at its cost instead of printing a ratio.
+func TestWriteVerdicts(t *testing.T) {
+	c := judgeCase{pacers: []judgePoint{{"400", 0.50, 1.5, 5}, {"100", 1.05, 2, 1}}, stepper: judgePoint{"100", 1.00, 1.5, 1}}
+	sum := c.summary()
+	cheap := judgeCase{pacers: frontierPoints, stepper: judgePoint{"100", 0.70, 1, 0.5}}.summary()
+	for i := range cheap {
+		if cheap[i].Condition == "c" {
+			cheap[i].Condition = "busy"
+		}
+	}
+	sum = append(sum, cheap...)
+	for _, tt := range []struct {
+		memory, column, best string
+	}{
+		{memPeak, "frontier point by peak", "GOGC=400"},
+		{memAvg, "frontier point by average", "GOGC=100"},
+	} {
+		var b bytes.Buffer
+		writeVerdicts(&b, judge(sum, tt.memory))
+		out := b.String()
+		assert.Contains(t, out, verdictHead(memoryNames[tt.memory]))
+		assert.Contains(t, out, tt.column)
+		lines := strings.Split(out, "\n")
+		row := func(cond string) string { // its cells, one space apart
+			for _, l := range lines {
+				if f := strings.Fields(l); len(f) > 1 && f[0] == "w" && f[1] == cond {
+					return strings.Join(f, " ")
+				}
+			}
+			t.Fatalf("%s: no row for condition %s in\n%s", tt.memory, cond, out)
+			return ""
+		}
+		assert.Contains(t, row("c"), "1.00s "+tt.best+" ", "the stepper's CPU, then the chosen point")
+		assert.True(t, strings.HasSuffix(row("busy"), "0.70s "+noneCheaper+" - - - n/a n/a"), "no point, no ratio: %s", row("busy"))
+	}
 }
 
 func TestTimeAveraged(t *testing.T) {
