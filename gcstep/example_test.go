@@ -2,6 +2,7 @@ package gcstep_test
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -57,15 +58,17 @@ func dropAndIdle() {
 	time.Sleep(100 * time.Millisecond)
 }
 
-// With GOGC=off the program collects only when it is idle, as Shopify runs
-// Ruby's major GC only out of band. A zero budget does no work and only
-// reports whether a cycle is due: garbage is collected once holding it
-// has cost about what a cycle costs, a few milliseconds for these 2 MiB.
+// With GOGC=off the program collects when it is idle, as Shopify runs
+// Ruby's major GC only out of band (the Runtime also bounds the heap where
+// GOGC=100 would collect, for bursts with no idle moment). A zero budget
+// does no work and only reports whether a cycle is due: the first is, as
+// nothing has measured yet what a cycle costs; later ones as the budget
+// pays for them.
 func ExampleRuntime_Step() {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	runtime.GC() // start from an empty heap
 	rt := gcstep.NewRuntime(gcstep.WithReleaseDelay(0))
 	defer rt.Close()
-	rt.Step(time.Second)
 
 	dropAndIdle() // 2 MiB of garbage, then 100 ms idle holding it
 	fmt.Println("due:", rt.Step(0))
@@ -77,10 +80,10 @@ func ExampleRuntime_Step() {
 }
 
 // WithDecisions shows why the stepper collected where it did, or did not:
-// every look at the heap with garbage enough, its prices and its outcome.
-// Recording into a buffer made beforehand allocates nothing.
+// every look at the heap with garbage enough, what it read, its prices and
+// its outcome. Recording into a buffer made beforehand allocates nothing.
 func ExampleWithDecisions() {
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	runtime.GC() // start from an empty heap
 	decisions := make([]gcstep.Decision, 0, 64)
 	rt := gcstep.NewRuntime(gcstep.WithReleaseDelay(0), gcstep.WithDecisions(func(d gcstep.Decision) {
 		if len(decisions) < cap(decisions) {
@@ -88,7 +91,6 @@ func ExampleWithDecisions() {
 		}
 	}))
 	defer rt.Close()
-	rt.Step(time.Second)
 
 	dropAndIdle() // 2 MiB of garbage, then 100 ms idle holding it
 	rt.Step(time.Second)
@@ -96,9 +98,9 @@ func ExampleWithDecisions() {
 	d := decisions[len(decisions)-1]
 	fmt.Println("collected:", d.Outcome == gcstep.OutcomeInline || d.Outcome == gcstep.OutcomeBackground)
 	fmt.Println("2 MiB of garbage or more:", d.Garbage >= 2<<20)
-	fmt.Println("priced:", d.Cost > 0)
+	fmt.Println("measured:", rt.Stats().CycleCost > 0)
 	// Output:
 	// collected: true
 	// 2 MiB of garbage or more: true
-	// priced: true
+	// measured: true
 }

@@ -1,6 +1,9 @@
 package gcstep
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // The tests use the standard library only: they report "what: got X,
 // want Y" and stop (must*) where going on would only add noise.
@@ -25,3 +28,8 @@ func check(t testing.TB, ok bool, format string, args ...any) {
 		t.Errorf(format, args...)
 	}
 }
+
+const (
+	us = time.Microsecond
+	ms = time.Millisecond
+)

@@ -2,563 +2,454 @@ package gcstep
 
 import (
 	"math"
+	"runtime"
+	"runtime/debug"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
-const (
-	kib = 1 << 10
-	mib = 1 << 20
-	// minG is the default collection threshold, which the rule tests
-	// step around.
-	minG = DefaultMinGarbage
-	ms   = time.Millisecond
-)
+// fakeTimer is a Work's timer that the test fires.
+type fakeTimer struct {
+	mu    sync.Mutex
+	armed bool
+	d     time.Duration
+	f     func()
+}
 
-// eager prices memory so high that every cycle pays as soon as
-// WithMinGarbage allows and any time has passed: newTest's default, for
-// the tests of the mechanics around a cycle (the cap, the estimate,
-// GOGC). The tests of the prices set their own rate.
-var eager = WithExchangeRate(1e12)
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	was := t.armed
+	t.armed, t.d = true, d
+	return was
+}
 
-func newTest(t *testing.T, opts ...Option) (*world, *Runtime) {
+func (t *fakeTimer) Stop() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	was := t.armed
+	t.armed = false
+	return was
+}
+
+// fire runs the timer's function if it is armed, and reports whether it was.
+func (t *fakeTimer) fire() bool {
+	t.mu.Lock()
+	was := t.armed
+	t.armed = false
+	t.mu.Unlock()
+	if was {
+		t.f()
+	}
+	return was
+}
+
+func fakeWork(rt *Runtime) (*Work, *fakeTimer) {
+	ft := &fakeTimer{}
+	w := rt.newWork(func(f func()) timer { ft.f = f; return ft })
+	return w, ft
+}
+
+// TestWorkReleasesOncePerQuietStretch: a Work's burst, then quiet: the
+// timer's look releases once, and not again until work and allocation
+// come back.
+func TestWorkReleasesOncePerQuietStretch(t *testing.T) {
+	f := newFake(profiles[2])
+	rt := newRuntimeEnv(f.env())
+	defer rt.Close()
+	w, ft := fakeWork(rt)
+	defer w.Close()
+
+	for round := 1; round <= 3; round++ {
+		w.Begin()
+		f.cpu += 200 * ms // the burst's work earns the budget
+		f.alloc(8 << 20)
+		f.now += 10 * ms
+		w.End()
+		mustEqual(t, "timer armed after the End", ft.armed, true)
+		f.now += DefaultReleaseDelay / 2
+		ft.fire() // early: re-armed for the rest
+		mustEqual(t, "re-armed for the rest of the quiet period", ft.armed, true)
+		equal(t, "releases before the quiet period", rt.Stats().Releases, uint64(round-1))
+		f.now += DefaultReleaseDelay
+		ft.fire()
+		f.run()
+		equal(t, "releases after the quiet period", rt.Stats().Releases, uint64(round))
+		equal(t, "timer after the release", ft.armed, false)
+		// Quiet goes on: nothing more to release.
+		f.now += time.Second
+		if d, ok := rt.NextStep(); ok {
+			t.Errorf("round %d: a release due in %v with nothing allocated since the last", round, d)
+		}
+	}
+}
+
+// TestWorkPausedIsQuiet: work that waits for its peer does not keep the
+// process from being quiet.
+func TestWorkPausedIsQuiet(t *testing.T) {
+	f := newFake(profiles[2])
+	rt := newRuntimeEnv(f.env())
+	defer rt.Close()
+	w, ft := fakeWork(rt)
+	defer w.Close()
+
+	w.Begin()
+	f.cpu += 200 * ms
+	f.alloc(8 << 20)
+	w.Pause()
+	equal(t, "in flight while paused", w.InFlight(), 1)
+	f.now += 2 * DefaultReleaseDelay
+	ft.fire()
+	f.run()
+	equal(t, "releases while the only work is paused", rt.Stats().Releases, uint64(1))
+	w.Resume()
+	w.End()
+	equal(t, "in flight at the end", w.InFlight(), 0)
+}
+
+func mustPanic(t *testing.T, what, want string, f func()) {
 	t.Helper()
-	w := newWorld()
-	w.r.allocs = 10 * mib
-	w.r.cycles = 3
-	return w, newRuntime(w.env(), append([]Option{eager}, opts...)...)
-}
-
-func TestIdleProgramRunsNoCycle(t *testing.T) {
-	w, rt := newTest(t)
-	for i := range 1_000_000 {
-		w.t += time.Microsecond
-		require.False(t, rt.Step(ms), "step %d: more = true with nothing to do", i)
-	}
-	assert.EqualValues(t, 1_000_000, rt.Stats().Steps)
-	assert.Zero(t, w.gcs, "inline cycles")
-	assert.Zero(t, w.starts, "background cycles")
-	_, armed := rt.NextStep()
-	assert.False(t, armed, "release armed")
-}
-
-func TestCollectsOnceAllocatedEnough(t *testing.T) {
-	tests := []struct {
-		name  string
-		live  uint64
-		alloc uint64
-		want  int
-	}{
-		{"below MinGarbage", 0, minG - 1, 0},
-		{"at MinGarbage", 0, minG, 1},
-		{"small live heap: MinGarbage rules", minG, minG, 1},
-		// Nothing else collects (the goal is out of reach, as with
-		// GOGC=off): garbage allocated by a program that stopped
-		// allocating would stay for ever, whatever the heap.
-		{"large live heap, allocation stopped", 64 * mib, 31 * mib, 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w, rt := newTest(t, WithCPUCap(1))
-			w.r.live = tt.live
-			w.alloc(tt.alloc)
-			w.gcCost = 0
-			rt.Step(time.Second) // the model fits a second even at 64 MiB
-			assert.Equal(t, tt.want, w.gcs, "inline cycles")
-		})
-	}
-}
-
-func TestRearmsOnlyAfterAllocation(t *testing.T) {
-	w, rt := newTest(t)
-	w.alloc(2 * mib)
-	assert.False(t, rt.Step(ms), "more after the cycle")
-	require.Equal(t, 1, w.gcs, "inline cycles")
-	for range 1000 {
-		w.t += 10 * ms
-		rt.Step(ms)
-	}
-	w.run() // the release of the quiet stretch
-	assert.Equal(t, 1, w.gcs, "inline cycles without new allocation")
-	w.alloc(mib)
-	w.t += 10 * ms
-	rt.Step(ms)
-	assert.Equal(t, 2, w.gcs, "inline cycles after allocation")
-	s := rt.Stats()
-	assert.EqualValues(t, 2, s.CyclesInline)
-	assert.EqualValues(t, 3*mib, s.AllocatedBetween)
-	assert.EqualValues(t, mib, s.LastAllocatedBetween)
-}
-
-func TestCycleRunByRuntimeResetsTheCount(t *testing.T) {
-	w, rt := newTest(t)
-	w.alloc(3 * mib)
-	rt.Step(0) // the step looks after the allocation...
-	w.collected()
-	assert.False(t, rt.Step(ms), "more")
-	assert.Zero(t, w.gcs, "inline cycles")
-	w.alloc(minG - 1)
-	rt.Step(ms)
-	assert.Zero(t, w.gcs, "inline cycles below the threshold since the runtime's")
-	w.alloc(1)
-	rt.Step(ms)
-	assert.Equal(t, 1, w.gcs, "inline cycles at the threshold")
-}
-
-// The bug of issue 11: garbage made between a cycle the runtime ran and
-// the next step was never counted. Here the program allocates 64 MiB after
-// the runtime's cycle and before any step: it must be collected.
-func TestGarbageAfterTheRuntimesCycleCounts(t *testing.T) {
-	w, rt := newTest(t, WithReleaseDelay(0))
-	w.collected() // runtime.GC(), then debug.SetGCPercent(-1)
-	w.alloc(64 * mib)
-	for range 30_000 { // Step(5ms) every 100 µs for 3 s
-		w.t += 100 * time.Microsecond
-		rt.Step(5 * ms)
-		if w.gcs > 0 {
-			break
+	defer func() {
+		t.Helper()
+		r := recover()
+		s, _ := r.(string)
+		if !strings.HasPrefix(s, want) {
+			t.Errorf("%s: got panic %v, want one that starts %q", what, r, want)
 		}
-	}
-	s := rt.Stats()
-	assert.Equal(t, 1, w.gcs, "inline cycles")
-	assert.EqualValues(t, 64*mib, s.LastAllocatedBetween)
-
-	// Garbage not yet swept after a cycle is not new garbage: the
-	// allocation since the last look bounds it.
-	w, rt = newTest(t, WithReleaseDelay(0))
-	w.alloc(mib)
-	rt.Step(0)
-	w.r.cycles++ // a cycle whose garbage is still unswept
-	w.r.live = 0
-	rt.Step(ms)
-	assert.Zero(t, w.gcs, "inline cycles for unswept garbage")
+	}()
+	f()
 }
 
-func TestZeroBudgetOnlyLooks(t *testing.T) {
-	for _, budget := range []time.Duration{0, -1, -time.Hour} {
-		w, rt := newTest(t)
-		assert.False(t, rt.Step(budget), "more with nothing due")
-		w.alloc(mib)
-		assert.True(t, rt.Step(budget), "more with a cycle due")
-		assert.Zero(t, w.gcs+w.starts, "cycles on a zero budget")
-		rt.Step(ms)
-		assert.Equal(t, 1, w.gcs, "inline cycles")
-		assert.False(t, rt.Step(budget), "more after the cycle")
-	}
-}
+// TestWorkMisuse: each misuse panics with a message of its own and
+// leaves the count right for the pairs that follow.
+func TestWorkMisuse(t *testing.T) {
+	f := newFake(profiles[2])
+	rt := newRuntimeEnv(f.env())
+	defer rt.Close()
+	w, _ := fakeWork(rt)
 
-func TestInlineOnlyWhenTheEstimateFits(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(1), WithBackground(false))
-	w.alloc(mib)
-	// Before any measurement the estimate is the model: modelFixed on
-	// an empty heap; 0.9 of this budget is less.
-	rt.Step(modelFixed)
-	assert.Zero(t, w.gcs, "inline cycles")
-	assert.EqualValues(t, 1, rt.Stats().DeclinedBudget)
-	rt.Step(2 * modelFixed)
-	assert.Equal(t, 1, w.gcs, "inline cycles with a larger budget")
-}
+	mustPanic(t, "End without Begin", "gcstep: Work.End without a Begin", w.End)
+	mustPanic(t, "Pause without Begin", "gcstep: Work.Pause without a Begin", w.Pause)
+	mustPanic(t, "Resume without Pause", "gcstep: Work.Resume without a Pause", w.Resume)
+	equal(t, "in flight after the misuse", w.InFlight(), 0)
+	w.Begin()
+	w.Begin()
+	w.End()
+	equal(t, "in flight after two Begins and an End", w.InFlight(), 1)
+	w.End()
+	equal(t, "in flight after the pairs", w.InFlight(), 0)
 
-func TestCostEstimateLearnsAndRelaxes(t *testing.T) {
-	w, rt := newTest(t, eager, WithCPUCap(1), WithBackground(false), WithReleaseDelay(0))
+	w.Close()
+	w.Close() // idempotent
+	w.Begin() // after Close: counts, does nothing else
+	equal(t, "in flight after a Begin after Close", w.InFlight(), 1)
+	w.End()
+	equal(t, "in flight after its End", w.InFlight(), 0)
 
-	// One cycle sixteen times slower than the model is a tail event: the
-	// estimate stays where the median of the recent cycles puts it.
-	w.gcCost = 16 * modelFixed
-	w.alloc(mib)
-	rt.Step(ms)
-	require.Equal(t, 1, w.gcs)
-	assert.Less(t, rt.Stats().CostEstimate, 2*modelFixed, "one slow cycle must not move it")
-	w.gcCost = modelFixed
-	w.alloc(mib)
-	rt.Step(ms)
-	require.Equal(t, 2, w.gcs, "inline cycles after one slow one")
-
-	// A streak of slow cycles moves it once it fills all but costRank of
-	// the window; then a cycle that no longer fits does not run inline.
-	w.gcCost = 16 * modelFixed
-	slow := 0
-	for slow < costWindow {
-		w.alloc(mib)
-		rt.Step(ms)
-		slow++
-		if float64(rt.Stats().CostEstimate) > planFactor*float64(ms) {
-			break
-		}
-	}
-	assert.Equal(t, costWindow-costRank-1, slow, "slow cycles in a row before the estimate moved")
-	assert.Greater(t, rt.Stats().CostEstimate, 8*modelFixed)
-	w.alloc(mib)
-	gcs := w.gcs
-	rt.Step(ms)
-	require.Equal(t, gcs, w.gcs, "inline cycles once the estimate exceeds the budget")
-	assert.Positive(t, rt.Stats().DeclinedBudget)
-
-	// Without measurements a pessimistic estimate relaxes to the model.
-	w.t += 20 * factorHalfLife
-	w.gcCost = modelFixed
-	rt.Step(ms)
-	assert.Equal(t, gcs+1, w.gcs, "inline cycles once the estimate relaxed")
-	assert.Less(t, rt.Stats().CostEstimate, 2*modelFixed)
-}
-
-func TestBackgroundCycleDoesNotHoldGOGC(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(1))
-	w.r.live, w.liveAfter = 64*mib, 64*mib // the model says 64 ms
-	w.alloc(32 * mib)
-	w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
-	assert.False(t, rt.Step(ms), "more")
-	assert.Zero(t, w.gcs, "inline cycles")
-	require.Equal(t, 1, w.starts, "background cycles")
-	assert.Equal(t, 100, w.gogc, "GOGC once the cycle started")
-	assert.EqualValues(t, 1, rt.Stats().CyclesBackground)
-
-	// Until the cycle completes, steps start no other.
-	w.alloc(32 * mib)
-	rt.Step(ms)
-	assert.Equal(t, 1, w.starts, "background cycles while one is pending")
-	w.collected()
-	rt.Step(0) // a look
-	w.alloc(32 * mib)
-	w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
-	rt.Step(ms)
-	assert.Equal(t, 2, w.starts, "background cycles once it completed")
-
-	// A cycle that never completes (it could not start after all, under
-	// GOGC=off nobody else collects) is given up after a while.
-	w.alloc(32 * mib)
-	w.t += 2 * backgroundTimeout
-	rt.Step(ms)
-	assert.Equal(t, 3, w.starts, "background cycles after one that never completed")
-}
-
-func TestBackgroundCycleThatCouldNotStart(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(1))
-	w.r.live, w.liveAfter = 64*mib, 64*mib
-	w.noStart = true
-	w.alloc(32 * mib)
-	w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
-	rt.Step(ms)
-	assert.Zero(t, rt.Stats().CyclesBackground)
-	assert.Zero(t, rt.Stats().Charged, "charged for a cycle that did not start")
-	w.noStart = false
-	rt.Step(ms)
-	assert.EqualValues(t, 1, rt.Stats().CyclesBackground, "the next step starts it")
-}
-
-// Issue 13, item 1: a program that saves and restores GOGC inside a
-// step's window reads the step's value and would put it back for good.
-func TestProgramSaveRestoreInsideAWindow(t *testing.T) {
-	for _, kind := range []string{"background", "inline"} {
-		t.Run(kind, func(t *testing.T) {
-			w, rt := newTest(t, WithCPUCap(1))
-			if kind == "background" {
-				w.r.live, w.liveAfter = 64*mib, 64*mib
-			}
-			var saved int
-			w.inWindow = func() { saved = w.setGOGC(200) } // old := debug.SetGCPercent(200)
-			w.alloc(32 * mib)
-			w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
-			rt.Step(ms)
-			w.inWindow = nil
-			require.Equal(t, 1, w.gcs+w.starts)
-			assert.Equal(t, 200, w.gogc, "the program's own setting inside the window is kept")
-			assert.Equal(t, nudgedGOGC, saved, "the program read the step's value")
-
-			w.setGOGC(saved) // later: debug.SetGCPercent(old)
-			rt.Step(ms)
-			assert.Equal(t, 100, w.gogc, "GOGC after the program restored what it read")
-			assert.EqualValues(t, 1, rt.Stats().GOGCRepaired)
-
-			// A program that moves on to a value of its own is left alone.
-			w.setGOGC(300)
-			rt.Step(ms)
-			w.setGOGC(nudgedGOGC)
-			rt.Step(ms)
-			assert.Equal(t, nudgedGOGC, w.gogc, "a GOGC the program set later, outside any window")
-		})
-	}
-}
-
-func TestGOGCRestoredAtEveryGOGC(t *testing.T) {
-	for _, gogc := range []int{-1, 50, 100, 400} {
-		for _, live := range []uint64{0, 64 * mib} { // inline, background
-			w, rt := newTest(t, WithCPUCap(1))
-			w.gogc = gogc
-			w.r.live = live
-			w.alloc(64 * mib)
-			w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
-			rt.Step(ms)
-			require.Equal(t, 1, w.gcs+w.starts)
-			assert.Equal(t, gogc, w.gogc, "GOGC %d after a step, live %d", gogc, live)
-		}
-	}
-}
-
-func TestCPUCapHolds(t *testing.T) {
-	for _, cpuCap := range []float64{0.01, 0.05, 0.3, 1} {
-		w, rt := newTest(t, eager, WithCPUCap(cpuCap), WithBackground(false))
-		w.farLimit() // a pile with no bound of its own: only the cap stops cycles
-		w.gcCost = 200 * time.Microsecond
-		for w.t < 100*time.Second {
-			w.alloc(mib) // a program that allocates and is idle often
-			rt.Step(ms)
-			w.t += 100 * time.Microsecond
-		}
-		s := rt.Stats()
-		// The bucket starts full: one window's worth on top of the share.
-		allowed := time.Duration(cpuCap * float64(w.t+defaults().capWindow))
-		assert.LessOrEqual(t, s.CycleTime, allowed, "cap %v", cpuCap)
-		if cpuCap < 0.5 { // above, the loop itself leaves less than the cap
-			assert.GreaterOrEqual(t, s.CycleTime, allowed*8/10, "cap %v: the share must be used", cpuCap)
-			assert.Positive(t, s.DeclinedCap, "cap %v: no cycle declined", cpuCap)
-		}
-	}
-}
-
-func TestCPUCapChargesBackgroundCycles(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(0.01), WithReleaseDelay(0)) // bucket: 1 ms
-	w.r.live, w.liveAfter = 64*mib, 64*mib                     // estimate 64 ms: more than the bucket
-	w.alloc(32 * mib)
-	w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
-	rt.Step(ms)
-	require.Equal(t, 1, w.starts, "background cycles from a full bucket")
-	w.gcCPU += 64 * ms // as dear as estimated
-	w.collected()
-	rt.Step(ms) // sees the cycle: garbage counts from here
-	w.alloc(32 * mib)
-	w.t += time.Second
-	rt.Step(ms)
-	assert.Equal(t, 1, w.starts, "background cycles while in debt")
-	assert.EqualValues(t, 1, rt.Stats().DeclinedCap)
-	w.t += 10 * time.Second
-	rt.Step(ms)
-	assert.Equal(t, 2, w.starts, "background cycles once the debt is paid")
-}
-
-func TestConcurrentSteps(t *testing.T) {
-	w, rt := newTest(t)
-	var inner bool
-	var zero sync.WaitGroup
-	w.onGC = func() {
-		// Another goroutine steps while this one is in a cycle: with a
-		// budget it leaves the work to this one at once...
-		inner = rt.Step(ms)
-		// ...with a zero budget it waits for this step to end, and
-		// answers from what it then sees.
-		zero.Go(func() { rt.Step(0) })
-	}
-	w.alloc(mib)
-	rt.Step(ms)
-	zero.Wait()
-	assert.False(t, inner, "more from a concurrent step")
-	assert.EqualValues(t, 2, rt.Stats().Steps, "steps counted: this one and the zero-budget one")
-	assert.Equal(t, 1, w.gcs, "inline cycles")
-}
-
-func TestCloseEndsSteps(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(1))
 	rt.Close()
-	w.alloc(32 * mib)
-	assert.False(t, rt.Step(time.Hour), "more after Close")
-	assert.Zero(t, w.gcs+w.starts)
-	_, armed := rt.NextStep()
-	assert.False(t, armed)
-}
-
-func TestOptionsOutOfRangePanic(t *testing.T) {
-	tests := []struct {
-		name string
-		opt  Option
-	}{
-		{"negative cap", WithCPUCap(-0.1)},
-		{"zero cap", WithCPUCap(0)},
-		{"cap above one", WithCPUCap(1.5)},
-		{"NaN cap", WithCPUCap(math.NaN())},
-		{"zero rate", WithExchangeRate(0)},
-		{"negative rate", WithExchangeRate(-1)},
-		{"NaN rate", WithExchangeRate(math.NaN())},
-		{"infinite rate", WithExchangeRate(math.Inf(1))},
-		{"zero garbage", WithMinGarbage(0)},
-		{"negative delay", WithReleaseDelay(-time.Second)},
-		{"negative slack", WithMarkSlack(-0.25)},
-		{"NaN slack", WithMarkSlack(math.NaN())},
-		{"infinite slack", WithMarkSlack(math.Inf(1))},
-		{"negative allowance", WithMarkAllowance(-0.5)},
-		{"NaN allowance", WithMarkAllowance(math.NaN())},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			defer func() {
-				msg, _ := recover().(string)
-				assert.Regexp(t, "^gcstep: ", msg)
-			}()
-			newRuntime(newWorld().env(), tt.opt)
-		})
+	w2, _ := fakeWork(rt)
+	w2.Begin()
+	w2.End()
+	equal(t, "releases of a Work made after Close", rt.Stats().Releases, uint64(0))
+	if rt.Step(ms) {
+		t.Error("a step after Close reports more")
 	}
 }
 
-func TestNilOptionSkipped(t *testing.T) {
-	_, rt := newTest(t, nil, WithCPUCap(0.5), nil)
-	assert.Equal(t, 0.5, rt.cfg.cpuCap)
-}
-
-func TestOptionsInRangeAccepted(t *testing.T) {
-	_, rt := newTest(t, WithCPUCap(1), WithCPUCap(0.001), WithExchangeRate(1e-9), WithExchangeRate(1e9),
-		WithMinGarbage(1), WithReleaseDelay(0), WithBackground(false), WithMarkSlack(0.25))
-	assert.Equal(t, 0.001, rt.cfg.cpuCap)
-	assert.Equal(t, 0.25, rt.cfg.markSlack)
-	for _, share := range []float64{0, 0.5, math.Inf(1)} {
-		_, rt := newTest(t, WithMarkAllowance(share))
-		assert.Equal(t, share, rt.cfg.markAllowance)
+// TestCloseWaitsForRelease: Close returns only once a release in
+// progress has ended.
+func TestCloseWaitsForRelease(t *testing.T) {
+	f := newFake(profiles[2])
+	e := f.env()
+	started, finish := make(chan struct{}), make(chan struct{})
+	e.spawn = func(fn func()) { go fn() }
+	e.release = func() { close(started); <-finish }
+	rt := newRuntimeEnv(e)
+	f.cpu += time.Second
+	f.alloc(8 << 20)
+	rt.Step(0) // a caller that reports nothing: the allocation is its activity
+	f.now += time.Second
+	rt.Step(ms)
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no release started")
 	}
-	assert.EqualValues(t, 1, rt.cfg.minGarbage)
-	assert.Equal(t, 1e9, rt.cfg.exchange)
-	assert.False(t, rt.cfg.background)
-	assert.Zero(t, rt.cfg.releaseDelay)
+	closed := make(chan struct{})
+	go func() { rt.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while the release ran")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(finish)
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return after the release")
+	}
 }
 
-func TestZeroBudgetHonestAboutTheCap(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(0.001)) // bucket: 0.1 ms
-	w.gcCost = 5 * ms
-	w.alloc(mib)
-	rt.Step(ms)
-	require.Equal(t, 1, w.gcs)
-	w.alloc(mib)
-	assert.False(t, rt.Step(0), "more while the cap is spent")
-	w.t += 10 * time.Second
-	assert.True(t, rt.Step(0), "more once the cap allows")
+// TestBoundYieldsToTheProgram: under GOGC=off the bound sets a limit at
+// GOGC=100's goal, moves it as the live heap grows, and gives way to a
+// limit or a GOGC the program sets.
+func TestBoundYieldsToTheProgram(t *testing.T) {
+	f := newFake(profiles[2])
+	f.gogc = -1
+	rt := newRuntimeEnv(f.env())
+	rt.Step(0)
+	mustEqual(t, "limit set under GOGC=off", f.limit != noLimit, true)
+	first := f.limit
+	check(t, uint64(first) >= heapMinimum, "limit %d below the runtime's minimum goal", first)
+
+	f.live = 64 << 20
+	rt.Step(0)
+	check(t, f.limit > first, "limit %d did not move with a live heap of 64 MiB", f.limit)
+	check(t, uint64(f.limit) >= 2*f.live, "limit %d below twice the live heap", f.limit)
+
+	f.limit = 1 << 30 // the program's own
+	rt.Step(0)
+	equal(t, "the program's limit", f.limit, int64(1<<30))
+	rt.Close()
+	equal(t, "the program's limit after Close", f.limit, int64(1<<30))
+
+	f2 := newFake(profiles[2])
+	f2.gogc = -1
+	rt2 := newRuntimeEnv(f2.env())
+	rt2.Step(0)
+	f2.gogc = 100 // the program's own GOGC
+	rt2.Step(0)
+	equal(t, "limit after the program set GOGC", f2.limit, int64(noLimit))
+	rt2.Close()
+
+	f3 := newFake(profiles[2])
+	f3.gogc = -1
+	rt3 := newRuntimeEnv(f3.env())
+	rt3.Step(0)
+	rt3.Close()
+	equal(t, "limit after the last Close", f3.limit, int64(noLimit))
 }
 
-func TestBackgroundCycleChargedWhatItUsed(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(0.5))   // bucket: 50 ms
-	w.farLimit()                           // only the cap stops cycles
-	w.r.live, w.liveAfter = 16*mib, 16*mib // estimate: about 16 ms, half of it before one was measured
-	w.gcCPU = time.Hour
-	w.alloc(32 * mib)
-	w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
-	rt.Step(ms)
-	require.Equal(t, 1, w.starts)
-	est := rt.Stats().Charged
-	assert.True(t, est > 8*ms && est < 9*ms, "charged %v in advance, want the estimate", est)
-	w.gcCPU += 5 * ms // the cycle was cheaper than estimated
-	w.collected()
-	rt.Step(ms)
-	assert.Equal(t, 5*ms, rt.Stats().Charged)
-
-	w.alloc(32 * mib)
-	w.t += time.Second // held long enough to pay for what a background cycle misses while it marks
-	rt.Step(ms)
-	require.Equal(t, 2, w.starts)
-	w.gcCPU += 500 * ms // much dearer: the debt blocks the next
-	w.collected()
-	rt.Step(ms)
-	assert.Equal(t, 505*ms, rt.Stats().Charged)
-	w.alloc(32 * mib)
-	w.t += 500 * ms // earns 250 ms of a debt of about 450
-	rt.Step(ms)
-	assert.Equal(t, 2, w.starts, "background cycles while in debt")
+// TestGOGCRepaired: a program that saved GOGC during a kick (reading the
+// kick's 1 %) and restored it gets its own value back at the next look.
+func TestGOGCRepaired(t *testing.T) {
+	f := newFake(profiles[2])
+	rt := newRuntimeEnv(f.env())
+	defer rt.Close()
+	rt.Step(0)
+	f.gogc = kickGOGC
+	rt.Step(0)
+	equal(t, "GOGC", f.gogc, 100)
+	equal(t, "repairs", rt.Stats().GOGCRepaired, uint64(1))
 }
 
-func TestCapEarnedFromIdleTime(t *testing.T) {
-	// Bucket: 50 ms. Each cycle costs 40 ms, far above the model, but the
-	// estimate (the median of nine) stays at the model: only the cap
-	// stops cycles here.
-	w, rt := newTest(t, WithCPUCap(0.5), WithBackground(false), WithReleaseDelay(0))
-	w.gcCost = 40 * ms
-	rt.Idled(0) // not a report: the cap is still earned from wall time
-	rt.Idled(-ms)
-	w.alloc(mib)
-	rt.Step(time.Second)
-	require.Equal(t, 1, w.gcs, "inline cycles from the full bucket")
-	w.alloc(mib)
-	w.t += time.Second // wall time earns the bucket back
-	rt.Step(time.Second)
-	require.Equal(t, 2, w.gcs, "inline cycles after a second of wall time")
-
-	// From the first report on, only reported idle time earns.
-	rt.Idled(2 * ms)
-	w.alloc(mib)
-	rt.Step(time.Second) // 10 ms + 1 ms left: one more
-	require.Equal(t, 3, w.gcs)
-	w.alloc(mib)
-	w.t += time.Second
-	rt.Step(time.Second) // 29 ms in debt
-	assert.Equal(t, 3, w.gcs, "inline cycles after a busy second")
-	assert.EqualValues(t, 1, rt.Stats().DeclinedCap)
-	rt.Idled(60 * ms) // earns 30 ms
-	rt.Step(time.Second)
-	assert.Equal(t, 4, w.gcs, "inline cycles once idle time paid the debt")
+// TestRuntimesJoin: a second NewRuntime joins the first: one state, one
+// bound; the program's GOGC and limit are back after the last Close.
+func TestRuntimesJoin(t *testing.T) {
+	a := NewRuntime()
+	b := NewRuntime(WithBudget(0.5)) // joins: the first's options apply
+	if a.c != b.c {
+		t.Fatal("a second Runtime did not join the first")
+	}
+	a.Close()
+	c := NewRuntime()
+	if c.c != b.c {
+		t.Error("a Runtime made while another is open did not join it")
+	}
+	b.Close()
+	c.Close()
+	d := NewRuntime()
+	if d.c == c.c {
+		t.Error("a Runtime made after the last Close joined a closed one")
+	}
+	d.Close()
 }
 
-func TestOverrunsCounted(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(1))
-	w.gcCost = 3 * ms // the estimate said 0.25 ms
-	w.alloc(mib)
-	rt.Step(ms)
-	s := rt.Stats()
-	assert.EqualValues(t, 1, s.Overruns)
-	assert.Equal(t, 2*ms, s.OverrunTime)
+// burst allocates 32 KiB buffers from goroutines goroutines, each
+// between Begin and End of w, until total bytes are allocated, and
+// returns the largest heap sampled meanwhile.
+func burst(w *Work, goroutines int, total uint64) uint64 {
+	var wg sync.WaitGroup
+	var peak uint64
+	var mu sync.Mutex
+	var r reading
+	m := newMetricsReader()
+	each := total / uint64(goroutines) / (32 << 10)
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				w.Begin()
+				b := make([]byte, 32<<10)
+				b[0] = byte(i)
+				sink.Store(&b)
+				w.End()
+				if i%256 == 0 {
+					mu.Lock()
+					m.read(&r)
+					peak = max(peak, r.objects)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return peak
 }
 
-// On a machine where every cycle costs more than the budget, the relaxed
-// estimate keeps letting one run, and each overruns: the relaxation backs
-// off. Once cycles are cheap again it comes back within about a second.
-func TestSlowMachineBacksOffTheRelaxation(t *testing.T) {
-	w, rt := newTest(t, WithCPUCap(1), WithBackground(false), WithReleaseDelay(0))
-	w.gcCost = 5 * modelFixed // 1.25 ms: over the budget
-	run := func(d time.Duration) {
-		for end := w.t + d; w.t < end; {
-			w.alloc(minG)
-			rt.Step(ms)
-			w.t += 100 * time.Microsecond
+// sink keeps the last buffer a test goroutine made, so that it escapes.
+var sink atomic.Pointer[[]byte]
+
+// TestGOGCOffBoundedThroughWork: under GOGC=off, bursts through Work
+// from several goroutines, with one Runtime and with two, keep the heap
+// near what GOGC=100 allows, and GOGC and the memory limit are the
+// program's again after the last Close.
+func TestGOGCOffBoundedThroughWork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates gigabytes")
+	}
+	total := uint64(2 << 30)
+	if raceEnabled {
+		total = 256 << 20
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	for _, n := range []int{1, 2} {
+		rts := make([]*Runtime, n)
+		works := make([]*Work, n)
+		for i := range n {
+			rts[i] = NewRuntime()
+			works[i] = rts[i].Work()
+		}
+		var wg sync.WaitGroup
+		peaks := make([]uint64, n)
+		for i := range n {
+			wg.Add(1)
+			go func() { defer wg.Done(); peaks[i] = burst(works[i], 4, total/uint64(n)) }()
+		}
+		wg.Wait()
+		for i := range n {
+			works[i].Close()
+			rts[i].Close()
+		}
+		peak := max(peaks[0], peaks[n-1])
+		// GOGC=100 would allow twice the live heap, at least 4 MiB; the
+		// buffers in flight are the live heap here: 8 of 32 KiB.
+		check(t, peak < 64<<20, "%d Runtimes: heap reached %d MiB under GOGC=off", n, peak>>20)
+		equal(t, "GOGC after the last Close", debug.SetGCPercent(-1), -1)
+		equal(t, "memory limit after the last Close", debug.SetMemoryLimit(-1), int64(math.MaxInt64))
+	}
+	runtime.GC()
+}
+
+// TestStress: Runtimes, Loops and Works from many goroutines, with the
+// program calling runtime.GC, debug.FreeOSMemory, debug.SetMemoryLimit
+// and debug.SetGCPercent meanwhile, at GOGC=off, 100 and 400, with and
+// without a memory limit: nothing races (-race), nothing deadlocks, and
+// after the last Close GOGC and the limit are what the program set last.
+func TestStress(t *testing.T) {
+	rounds := 3
+	if testing.Short() {
+		rounds = 1
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	for _, gogc := range []int{-1, 100, 400} {
+		for _, limit := range []int64{math.MaxInt64, 256 << 20} {
+			for _, n := range []int{2, 4} {
+				for range rounds {
+					stressOnce(t, gogc, limit, n)
+				}
+			}
 		}
 	}
-	run(10 * time.Second)
-	s := rt.Stats()
-	// A fixed 50 ms half-life retried every few ms: thousands of cycles.
-	assert.Less(t, w.gcs, 50, "cycles on a slow machine")
-	assert.Greater(t, w.gcs, 5, "it must keep trying")
-	assert.Equal(t, s.Overruns, uint64(w.gcs), "every one of them overran")
-
-	w.gcCost = modelFixed / 2
-	slow := w.gcs
-	run(1500 * time.Millisecond)
-	assert.Greater(t, w.gcs-slow, 100, "cycles once they are cheap again")
 }
 
-// An inline cycle still marking when its step's budget ran out goes on
-// concurrently: no other cycle starts or is waited for until it completes,
-// and the collector's CPU meanwhile is charged to the cap.
-func TestInlineCycleThatOutlivesItsStep(t *testing.T) {
-	w, rt := newTest(t, eager, WithCPUCap(1), WithReleaseDelay(0))
-	w.unended = true
-	w.alloc(mib)
-	rt.Step(ms)
-	require.Equal(t, 1, w.gcs)
-	charged := rt.Stats().Charged
-	for range 10 {
-		w.alloc(mib)
-		w.t += ms
-		rt.Step(ms)
+func stressOnce(t *testing.T, gogc int, limit int64, n int) {
+	debug.SetGCPercent(gogc)
+	debug.SetMemoryLimit(limit)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	rts := make([]*Runtime, n)
+	for i := range n {
+		rts[i] = NewRuntime(WithReleaseDelay(time.Millisecond))
 	}
-	assert.Equal(t, 1, w.gcs, "inline cycles while one is marking")
-	assert.Zero(t, w.starts, "background cycles while one is marking")
-
-	w.gcCPU += 3 * ms // what the collector used to finish it
-	w.collected()
-	w.unended = false
-	rt.Step(ms)
-	s := rt.Stats()
-	assert.Equal(t, charged+3*ms, s.Charged, "the collector's CPU after the step is charged")
-	assert.Equal(t, 1, w.gcs, "the completing step counts garbage from the cycle's end")
-	w.alloc(mib)
-	rt.Step(ms)
-	// The cycle it measured cost 31 times the model in CPU: the next one
-	// may be priced cheaper in the background.
-	assert.Equal(t, 2, w.gcs+w.starts, "cycles once it completed")
+	for i := range n {
+		l, w := rts[i].Loop(), rts[i].Work()
+		wg.Add(2)
+		go func() { // a loop
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					l.Close()
+					return
+				default:
+				}
+				b := make([]byte, 64<<10)
+				sink.Store(&b)
+				if l.Lull() {
+					l.Step(time.Millisecond)
+				}
+				l.Waited(50*time.Microsecond, true)
+				if d, ok := l.NextStep(); ok && d == 0 {
+					l.Step(time.Millisecond)
+				}
+			}
+		}()
+		go func() { // a Work
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					w.Close()
+					return
+				default:
+				}
+				w.Begin()
+				b := make([]byte, 32<<10)
+				sink.Store(&b)
+				w.Pause()
+				w.Resume()
+				w.End()
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // the program's own calls
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			switch i % 4 {
+			case 0:
+				runtime.GC()
+			case 1:
+				debug.FreeOSMemory()
+			case 2:
+				debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+			case 3:
+				debug.SetGCPercent(debug.SetGCPercent(-2))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	time.Sleep(30 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	for _, rt := range rts {
+		rt.Close()
+	}
+	if got := debug.SetGCPercent(gogc); got != gogc {
+		t.Errorf("GOGC=%d limit %d, %d Runtimes: GOGC after the last Close: got %d", gogc, limit, n, got)
+	}
+	if got := debug.SetMemoryLimit(limit); got != limit {
+		t.Errorf("GOGC=%d limit %d, %d Runtimes: memory limit after the last Close: got %d", gogc, limit, n, got)
+	}
 }

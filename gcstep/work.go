@@ -1,7 +1,6 @@
 package gcstep
 
 import (
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,74 +8,49 @@ import (
 
 // A Work is a Runtime's handle for code without an event loop, such as a
 // server with a goroutine per request: the code says when each piece of
-// work begins and ends (Begin, End), and the Runtime takes the stretches
-// with nothing in flight for what a loop's waits are. Once nothing has
-// been in flight for the handle's quiet period, and every loop sharing
-// the Runtime is quiet too, the Runtime empties the gap as it does for
-// its loops (see Runtime): once per quiet stretch, on a goroutine of its
-// own, charged to the CPU cap, and only if the program allocated enough
-// since the last time.
+// work begins and ends, and the stretches with nothing in flight are its
+// quiet. Once nothing has been in flight for the quiet period, and every
+// loop and Work sharing the Runtime is quiet too, the Runtime returns the
+// memory the work left to the OS, as it does for its loops: once per
+// quiet stretch, on a goroutine of its own, within the budget.
 //
 // Begin and End take no lock and allocate nothing: an atomic add each,
-// and a clock reading and a few atomic stores when the count leaves or
-// reaches zero. The End that brings the count to zero arms a timer if
-// none is armed, so at most once per quiet period; the timer's goroutine
-// tells the Runtime what happened since it last ran (the gaps between
-// work, as a loop's waits) and empties the gap when that is due. With
-// nothing in flight and nothing allocated since the last release, no
-// timer is armed and no goroutine runs.
+// and a clock reading and a store when the count reaches zero. The End
+// that leaves nothing in flight arms a timer if none is armed; its
+// goroutine looks once the quiet period has passed. With nothing in
+// flight and nothing to release, no timer is armed and no goroutine runs.
 //
-// While a Work has work in flight, the process is not quiet for the
-// loops sharing its Runtime either. Package httpidle counts the requests
-// of a net/http server this way.
+// A piece of work that waits for its peer for a long time (a stream
+// between messages, a long poll) can say so with Pause and Resume: while
+// every piece in flight is paused, the handle is quiet.
 type Work struct {
-	n atomic.Int64 // work in flight
+	n atomic.Int64 // work in flight and not paused
 	_ [56]byte     // n alone on its cache line: every Begin and End writes it
 
-	// Written when the count leaves or reaches zero, read by the timer's
-	// goroutine. Times are in nanoseconds of rt.env.now.
-	start    atomic.Int64 // when the count last rose from zero
-	end      atomic.Int64 // when it last fell to zero (only ever moves forward)
-	gap      atomic.Int64 // how long it had been zero when it last rose; 0: unknown
-	idle     atomic.Int64 // time at zero not yet reported to the Runtime
-	credited atomic.Int64 // up to when the timer reported the time at zero so far
-	// asleep says that the timer found the handle quiet; the first rise
-	// after that stores its time in woke, so that the quiet stretch is
-	// reported whole however many rises follow before the timer runs
-	// again. The timer swaps woke back to 0.
-	asleep atomic.Bool
-	woke   atomic.Int64
-	wait   atomic.Int64 // what a fall arms the timer for: the quiet period; 0: never (no release)
-	armed  atomic.Bool  // the timer is armed, or its goroutine runs
+	paused atomic.Int64 // work in flight and paused
+	end    atomic.Int64 // env.now in ns when n last reached zero
+	armed  atomic.Bool  // the timer is armed or its function runs
 	closed atomic.Bool
 
-	rt      *Runtime
-	l       *Loop
+	c       *core
 	t       timer
 	pending sync.WaitGroup // 1 while armed: Close waits for it
-
-	mu        sync.Mutex // held by the timer's goroutine and by Close
-	seen      int64      // the start the timer last reported
-	sleepFrom int64      // the end the quiet stretch began at, when asleep was set
 }
 
-// timer is what a Work needs of a time.Timer made by time.AfterFunc;
-// the tests give it a fake one they fire themselves.
+// timer is what a Work needs of a time.Timer made by time.AfterFunc; the
+// tests give it a fake they fire themselves.
 type timer interface {
 	Reset(d time.Duration) bool
 	Stop() bool
 }
 
-// never is the quiet deadline of a handle with work in flight.
-const never = time.Duration(math.MaxInt64)
-
-// workStepBudget is the budget of the timer's step: what emptying the gap
-// needs is only that it is positive (the release runs on a goroutine of
-// its own).
-const workStepBudget = time.Millisecond
+// workBudget is the budget of the timer's look: a release needs only a
+// positive one, as it runs on a goroutine of its own.
+const workBudget = time.Millisecond
 
 // Work returns a new handle for code that tells when its work begins and
-// ends (see Work). Close it when no more work can come.
+// ends (see Work). Close it when no more work can come; Closing the
+// Runtime closes it too.
 func (rt *Runtime) Work() *Work {
 	return rt.newWork(func(f func()) timer {
 		t := time.AfterFunc(time.Hour, f)
@@ -85,240 +59,129 @@ func (rt *Runtime) Work() *Work {
 	})
 }
 
-// newWork makes a Work whose timer is made by after, stopped, to run f.
 func (rt *Runtime) newWork(after func(f func()) timer) *Work {
-	w := &Work{rt: rt, l: rt.Loop()}
+	w := &Work{c: rt.c}
 	w.t = after(w.fire)
-	now := int64(rt.env.now())
-	w.end.Store(now) // the time before the first Begin is the first wait, as a loop's
-	w.credited.Store(now)
-	w.l.mu.Lock()
-	w.l.work = w
-	if rt.cfg.releaseDelay > 0 {
-		w.wait.Store(int64(w.l.quietPeriod()))
+	w.end.Store(int64(rt.c.env.now()))
+	if !rt.own(w.Close) {
+		w.closed.Store(true)
+		return w
 	}
-	w.l.mu.Unlock()
+	rt.c.mu.Lock()
+	rt.c.works = append(rt.c.works, w)
+	rt.c.mu.Unlock()
 	return w
 }
 
 // Begin records that a piece of work began. Each Begin must be matched
-// by one End, also when the work fails or panics (defer it).
-func (w *Work) Begin() {
-	if w.n.Add(1) == 1 {
-		w.rose()
-	}
-}
+// by one End, also when the work fails or panics (defer it). After Close
+// the count is still kept, and nothing else is done.
+func (w *Work) Begin() { w.n.Add(1) }
 
-// End records that a piece of work begun with Begin ended. It panics, with
-// a message that starts with "gcstep:", if more work ended than began.
+// End records that a piece of work begun with Begin ended. It panics,
+// with a message that starts with "gcstep:", if more work ended than
+// began; the count is left as it was, so the pairs that follow still
+// count right.
 func (w *Work) End() {
 	switch n := w.n.Add(-1); {
 	case n == 0:
 		w.fell()
 	case n < 0:
+		w.n.Add(1)
 		panic("gcstep: Work.End without a Begin")
 	}
 }
 
-// InFlight reports how much work has begun and not yet ended.
-func (w *Work) InFlight() int { return int(w.n.Load()) }
-
-// busy reports whether work is in flight.
-func (w *Work) busy() bool { return w.n.Load() > 0 }
-
-// rose records the count's rise from zero. Rises never run concurrently:
-// the next one needs the count back at zero, after this one's Begin
-// returned.
-func (w *Work) rose() {
-	now := int64(w.rt.env.now())
-	end := w.end.Load()
-	if end >= w.start.Load() {
-		// The first rise ends no gap: nothing was in flight before it.
-		w.gap.Store(0)
-		if end > 0 {
-			w.gap.Store(now - end)
-		}
-		// Less what the timer reported of this stretch already (it may
-		// have read a later clock than this rise: then nothing).
-		if d := now - max(end, w.credited.Load()); d > 0 {
-			w.idle.Add(d)
-		}
-	} else {
-		// The fall before this rise has not stored its time yet (its
-		// End was preempted between the count and the clock): the
-		// gap is unknown, and it is short.
-		w.gap.Store(0)
-	}
-	w.start.Store(now)
-	if w.asleep.Load() && w.asleep.CompareAndSwap(true, false) {
-		w.woke.Store(now)
+// Pause records that a piece of work in flight waits for its peer: until
+// Resume, it does not keep the handle from being quiet. Pause and Resume
+// must pair inside a Begin and its End; Pause panics, with a message that
+// starts with "gcstep:", if no work is in flight to pause.
+func (w *Work) Pause() {
+	switch n := w.n.Add(-1); {
+	case n == 0:
+		w.paused.Add(1)
+		w.fell()
+	case n < 0:
+		w.n.Add(1)
+		panic("gcstep: Work.Pause without a Begin")
+	default:
+		w.paused.Add(1)
 	}
 }
 
-// fell records the count's fall to zero and arms the timer if it is not
-// armed.
+// Resume records that a paused piece of work goes on. It panics, with a
+// message that starts with "gcstep:", without a Pause.
+func (w *Work) Resume() {
+	if w.paused.Add(-1) < 0 {
+		w.paused.Add(1)
+		panic("gcstep: Work.Resume without a Pause")
+	}
+	w.n.Add(1)
+}
+
+// InFlight reports how much work has begun and not yet ended, paused or
+// not.
+func (w *Work) InFlight() int { return int(w.n.Load() + w.paused.Load()) }
+
+// fell records that nothing unpaused is in flight, and arms the timer.
 func (w *Work) fell() {
-	now := int64(w.rt.env.now())
-	// Falls may land out of order (an End preempted before its clock
-	// reading): end only moves forward.
-	for old := w.end.Load(); old < now && !w.end.CompareAndSwap(old, now); old = w.end.Load() {
-	}
-	if w.armed.Load() || w.closed.Load() {
+	if w.closed.Load() {
 		return
 	}
-	d := w.wait.Load()
-	if d <= 0 || !w.armed.CompareAndSwap(false, true) {
-		return
+	w.end.Store(int64(w.c.env.now()))
+	if w.c.cfg.releaseDelay > 0 && w.armed.CompareAndSwap(false, true) {
+		w.pending.Add(1)
+		w.t.Reset(w.c.cfg.releaseDelay)
 	}
-	w.pending.Add(1)
-	w.t.Reset(time.Duration(d))
 }
 
-// fire runs on the timer's goroutine. It reports what happened since it
-// last ran and then, with nothing in flight, asks the handle when the
-// Runtime will have work (NextStep: when every loop and this handle have
-// been quiet for their quiet periods, if the program allocated enough to
-// make a release worth asking about). When that is now, it steps: the
-// Runtime empties the gap. It arms the timer for the next time, if there
-// is one, and otherwise leaves it disarmed, for the next fall to arm.
-// With work in flight it leaves the timer disarmed too.
+// fire is the timer's function: a look once the handle has been quiet
+// for the quiet period, or the timer again for what is left of it.
 func (w *Work) fire() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for {
-		if w.closed.Load() {
-			w.pending.Done()
-			return
-		}
-		now := w.rt.env.now()
-		n, end := w.n.Load(), w.end.Load()
-		w.report(now, n, end)
-		if n > 0 {
-			if w.disarm(end) {
-				continue
-			}
-			return
-		}
-		quiet := w.quietPeriod()
-		if now >= time.Duration(end)+quiet {
-			w.sleep(end)
-		}
-		next, ok := w.l.NextStep()
-		if ok && next <= 0 {
-			w.l.Step(workStepBudget)
-			next, ok = w.l.NextStep()
-			// Due and still not done (the CPU cap, or another loop
-			// stepping): not before a quiet period, so it cannot spin.
-			next = max(next, quiet)
-		}
-		if !ok {
-			w.sleep(end) // the next rise ends the stretch that began at end
-			if w.disarm(end) {
-				continue
-			}
-			return
-		}
-		w.t.Reset(next)
+	if w.closed.Load() {
+		w.disarm()
 		return
 	}
-}
-
-// report tells the handle what happened since the timer last ran: the gap
-// that ended the last quiet stretch, the latest gap between work (a sample
-// of the rest, as a loop's waits would tell them), the time spent at
-// zero, and, with nothing in flight, when the work ended. w.mu must be
-// held.
-func (w *Work) report(now time.Duration, n, end int64) {
-	var woke int64
-	if t := w.woke.Swap(0); t != 0 {
-		woke = t
-		w.l.waitedAt(time.Duration(t), time.Duration(t-w.sleepFrom), true)
-	}
-	if s := w.start.Load(); s > w.seen {
-		w.seen = s
-		if g := w.gap.Load(); s != woke && g > 0 {
-			w.l.waitedAt(time.Duration(s), time.Duration(g), true)
+	if w.n.Load() == 0 {
+		left := time.Duration(w.end.Load()) + w.c.cfg.releaseDelay - w.c.env.now()
+		if left > 0 {
+			w.t.Reset(left)
+			return
 		}
+		w.c.step(nil, workBudget)
 	}
-	idle := w.idle.Swap(0)
-	if n == 0 {
-		// The stretch at zero so far, as a loop's wait that timed out:
-		// it earns the CPU cap that a release due in it will spend.
-		if from := max(end, w.credited.Load()); int64(now) > from {
-			idle += int64(now) - from
-			w.credited.Store(int64(now))
-		}
-		w.l.workedAt(time.Duration(end))
-	}
-	if idle > 0 {
-		w.rt.Idled(time.Duration(idle))
+	w.disarm()
+	// An End may have come between the look and the disarm and found
+	// the timer armed: look after it too.
+	if w.n.Load() == 0 && time.Duration(w.end.Load()) > w.c.env.now()-w.c.cfg.releaseDelay {
+		w.fell()
 	}
 }
 
-// workedAt records that the loop's work ended at t, unless it knows of
-// later work: a Work tells it after the fact.
-func (l *Loop) workedAt(t time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.observed = true
-	if t > l.lastWork {
-		l.active(t)
+func (w *Work) disarm() {
+	if w.armed.CompareAndSwap(true, false) {
+		w.pending.Done()
 	}
 }
 
-// quietPeriod is the handle's quiet period, which the next fall arms the
-// timer for.
-func (w *Work) quietPeriod() time.Duration {
-	w.l.mu.Lock()
-	q := w.l.quietPeriod()
-	w.l.mu.Unlock()
-	w.wait.Store(int64(q))
-	return q
-}
-
-// sleep marks the handle as quiet since end, so that the next rise
-// records when the stretch at zero that began at end ended, however many
-// rises follow before the timer runs again. w.mu must be held.
-func (w *Work) sleep(end int64) {
-	if w.asleep.Load() {
-		return
-	}
-	w.sleepFrom = end
-	w.asleep.Store(true)
-	if w.n.Load() > 0 || w.end.Load() != end {
-		// Work came between the look and the mark: if its rise did
-		// not see the mark, take it back (its gap is reported as the
-		// latest one).
-		w.asleep.CompareAndSwap(true, false)
-	}
-}
-
-// disarm leaves the timer disarmed, for the next fall to arm. It reports
-// true if a fall came after the timer's look (end) and found the timer
-// armed: the timer is then armed again, and the caller goes on. w.mu must
-// be held.
-func (w *Work) disarm(end int64) (again bool) {
-	w.armed.Store(false)
-	if w.n.Load() == 0 && w.end.Load() != end && w.armed.CompareAndSwap(false, true) {
-		return true
-	}
-	w.pending.Done()
-	return false
-}
-
-// Close detaches the handle from its Runtime and stops its timer, waiting
-// for the timer's goroutine if it runs. Call it once no Begin or End can
-// come (after the server has shut down); Begin and End after Close only
-// count.
+// Close detaches the handle from its Runtime and stops its timer,
+// waiting for the timer's function if it runs. Begin and End after Close
+// only count. Close is idempotent.
 func (w *Work) Close() {
 	if w.closed.Swap(true) {
 		return
 	}
-	w.mu.Lock() // the timer's goroutine is not between a look and a Reset
 	if w.t.Stop() {
-		w.pending.Done() // armed, and now it will not fire
+		w.disarm()
 	}
-	w.mu.Unlock()
 	w.pending.Wait()
-	w.l.Close()
+	c := w.c
+	c.mu.Lock()
+	for i, x := range c.works {
+		if x == w {
+			c.works = append(c.works[:i], c.works[i+1:]...)
+			break
+		}
+	}
+	c.mu.Unlock()
 }

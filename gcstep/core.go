@@ -1,0 +1,412 @@
+package gcstep
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// core is what the Runtimes of one process share: the readings, the
+// prices, the budget, the handles and the bound. A step reads, decides,
+// acts and learns, in that order, with mu held.
+type core struct {
+	env env
+	cfg config
+
+	mu    sync.Mutex // guards everything below but the atomics
+	r     reading    // the last reading, reused: a step allocates nothing
+	refs  int        // Runtimes open on it
+	loops []*Loop
+	works []*Work
+	dec   []*func(Decision)
+	self  map[*Loop]bool // the Runtimes' own handles
+
+	base   uint64        // allocs when the last cycle ended, as far as a look saw
+	seen   uint64        // the cycle count at the last look
+	ours   uint64        // cycles of ours not yet seen complete
+	cpuAt  time.Duration // the process's CPU time when tokens were last earned
+	tokens time.Duration // the budget left
+	cost   ewma          // what a cycle that holds the loop costs the process
+	startC ewma          // what a cycle started beside the loop costs: the collector's CPU
+	// bg is a cycle of ours still marking when its step returned: it is
+	// charged and learned from once a look sees it ended.
+	bg struct {
+		pending       bool
+		free          bool          // the process's first: not charged, not learned from
+		cycles        uint64        // the count before it
+		at, gc        time.Duration // when it started, and env.gcCPU then
+		garbage, pile uint64
+	}
+	wall     ewma  // how long a cycle holds the loop that waits for it
+	relCost  ewma  // what a release costs
+	gogc     int   // the program's GOGC, as last read outside a kick
+	limit    int64 // the memory limit the bound set; 0: none
+	stats    Stats
+	prevSeen uint64 // allocs at the previous look, for callers that report nothing
+
+	releasing   bool
+	releasedAt  uint64 // allocs when the last release ended
+	releasedFor int64  // the quiet stretch the last release was for (its start, ns)
+
+	nextLook atomic.Int64 // Lull says no before this (env.now, ns)
+	armed    atomic.Bool  // allocated enough since the last release for another
+	closed   atomic.Bool
+	wg       sync.WaitGroup // the release goroutine
+
+	hook    bool   // arm a finalizer after every cycle while the bound is on
+	hooked  bool   // one is armed
+	onClose func() // with procMu held, when the last Runtime leaves
+}
+
+// ewma is an exponentially weighted average of a price, 0 until first
+// learned. A weight of a quarter: the price follows a change of machine
+// within a few cycles, and one odd cycle moves it by a quarter.
+type ewma struct{ v time.Duration }
+
+func (e *ewma) learn(x time.Duration) {
+	if e.v == 0 {
+		e.v = x
+		return
+	}
+	e.v += (x - e.v) / 4
+}
+
+// lookEvery is how long Lull says no after a look: a look costs a few
+// microseconds (runtime/metrics and getrusage), so a busy loop spends
+// well under 1 % of a CPU on them.
+const lookEvery = time.Millisecond
+
+// newCore makes a core over e; with hook, the bound moves after every
+// cycle by itself (see armCycleHook), not only at looks.
+func newCore(e env, cfg config, hook bool) *core {
+	c := &core{env: e, cfg: cfg, self: map[*Loop]bool{}, hook: hook}
+	c.env.read(&c.r)
+	c.base, c.seen, c.releasedAt, c.prevSeen = c.r.allocs, c.r.cycles, c.r.allocs, c.r.allocs
+	c.gogc = c.r.gogc
+	c.cpuAt = c.env.cpu()
+	c.releasedFor = -1 // no stretch yet
+	c.bound()          // a program with no idle moment at all is bounded too
+	return c
+}
+
+// join opens a Runtime on c.
+func (c *core) join(cfg config) *Runtime {
+	c.mu.Lock()
+	c.refs++
+	c.mu.Unlock()
+	rt := &Runtime{c: c}
+	rt.self = c.newLoop()
+	c.mu.Lock()
+	c.self[rt.self] = true
+	if cfg.decisions != nil {
+		f := cfg.decisions
+		rt.dec = &f
+		c.dec = append(c.dec, rt.dec)
+	}
+	c.mu.Unlock()
+	return rt
+}
+
+// leave closes a Runtime on c; the last one closes c.
+func (c *core) leave() {
+	c.mu.Lock()
+	c.refs--
+	last := c.refs == 0
+	if last {
+		c.closed.Store(true)
+	}
+	c.mu.Unlock()
+	if !last {
+		return
+	}
+	c.wg.Wait()
+	c.mu.Lock()
+	c.unbound()
+	c.mu.Unlock()
+	if c.onClose != nil {
+		c.onClose()
+	}
+}
+
+func (c *core) newLoop() *Loop {
+	l := &Loop{c: c}
+	c.mu.Lock()
+	c.loops = append(c.loops, l)
+	c.mu.Unlock()
+	return l
+}
+
+func (c *core) removeLoop(l *Loop) {
+	c.mu.Lock()
+	c.loops = slices.DeleteFunc(c.loops, func(x *Loop) bool { return x == l })
+	c.mu.Unlock()
+}
+
+func (c *core) selfOf(l *Loop) *Loop {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.self[l] {
+		return l
+	}
+	return nil
+}
+
+func (c *core) removeDecisions(f *func(Decision)) {
+	c.mu.Lock()
+	c.dec = slices.DeleteFunc(c.dec, func(x *func(Decision)) bool { return x == f })
+	c.mu.Unlock()
+}
+
+func (c *core) delayed(d time.Duration) {
+	c.mu.Lock()
+	c.stats.StepsDelayedWork++
+	c.stats.DelayedWorkTime += d
+	c.mu.Unlock()
+}
+
+// step is one look of handle l (nil: a Work's timer) with budget: read,
+// learn what happened since the last look, decide, act.
+func (c *core) step(l *Loop, budget time.Duration) bool {
+	if c.closed.Load() || l != nil && l.closed.Load() {
+		return false
+	}
+	if !c.mu.TryLock() {
+		if budget > 0 {
+			return false // another goroutine is stepping: it does what there is
+		}
+		c.mu.Lock()
+	}
+	defer c.mu.Unlock()
+	start := c.env.now()
+	c.stats.Steps++
+	c.env.read(&c.r)
+	c.learn(l, start)
+
+	s := c.snapshot(l, start, budget)
+	act, out := decide(s)
+	if len(c.dec) > 0 && (out != OutcomeNone) {
+		d := Decision{At: start, Budget: max(budget, 0), Outcome: out, Garbage: s.garbage, Live: s.live, Pile: s.pile,
+			Gap: s.gap, Wall: s.wall, Cost: s.cost, Tokens: s.tokens}
+		for _, f := range c.dec {
+			(*f)(d)
+		}
+	}
+	if out == OutcomeBudget {
+		c.stats.DeclinedBudget++
+	}
+	switch act {
+	case doInline:
+		c.collect(budget, s)
+	case doStart:
+		c.collect(0, s)
+	case doRelease:
+		c.release()
+	}
+	c.nextLook.Store(int64(c.env.now() + lookEvery))
+	c.stats.StepTime += c.env.now() - start
+	return budget <= 0 && out == OutcomeDue
+}
+
+// learn brings the books up to the reading: cycles that ended, the
+// budget earned, the bound, GOGC.
+func (c *core) learn(l *Loop, now time.Duration) {
+	r := &c.r
+	if r.cycles != c.seen {
+		n := r.cycles - c.seen
+		mine := min(n, c.ours)
+		c.ours -= mine
+		c.stats.CyclesOther += n - mine
+		c.seen, c.base = r.cycles, r.allocs
+		c.stats.LiveAfterCycle = r.live
+	}
+	if c.bg.pending && r.cycles > c.bg.cycles {
+		c.bg.pending = false
+		if c.bg.free {
+			c.bg.free = false
+			goto ended
+		}
+		cost := c.env.gcCPU() - c.bg.gc
+		if w := c.env.lastEnd() - c.bg.at; w > 0 {
+			c.wall.learn(w)
+		}
+		c.startC.learn(cost)
+		c.pay(charge(cost, c.bg.garbage, c.bg.pile))
+	}
+ended:
+	if l != nil && !l.observed.Load() && r.allocs != c.prevSeen {
+		l.lastWork.Store(int64(now)) // a caller that reports nothing: allocation is its activity
+	}
+	c.prevSeen = r.allocs
+	if r.allocs-c.releasedAt >= c.cfg.minGarbage {
+		c.armed.Store(true)
+	}
+	cpu := c.env.cpu()
+	earned := time.Duration(c.cfg.budget * float64(cpu-c.cpuAt))
+	c.cpuAt = cpu
+	c.stats.Earned += earned
+	c.tokens = min(c.tokens+earned, time.Duration(c.cfg.budget*float64(budgetWindow)))
+	c.repair()
+	c.bound()
+}
+
+// repair puts back the program's GOGC where a save-and-restore of the
+// program's put back the 1 % it read during a kick.
+func (c *core) repair() {
+	if c.r.gogc != kickGOGC {
+		c.gogc = c.r.gogc
+		return
+	}
+	if c.gogc != kickGOGC && c.env.setGCPercent(c.gogc) == kickGOGC {
+		c.r.gogc = c.gogc
+		c.stats.GOGCRepaired++
+	}
+}
+
+func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapshot {
+	r := &c.r
+	s := snapshot{
+		garbage: r.allocs - c.base, live: r.live, budget: budget,
+		wall: c.wall.v, cost: c.cost.v, startCost: c.startC.v, marking: c.bg.pending,
+		release: c.relCost.v, tokens: c.tokens,
+		minGarbage: c.cfg.minGarbage, procs: c.env.procs(),
+	}
+	if !c.unbounded() && r.goal > r.live {
+		s.pile = r.goal - r.live
+	}
+	if l != nil {
+		s.gap = l.gap()
+	}
+	if c.cfg.releaseDelay > 0 {
+		s.reserve = c.relCost.v
+	}
+	if c.cfg.releaseDelay > 0 && !c.releasing {
+		if from, quiet := c.quiet(now); quiet && from != c.releasedFor {
+			s.quiet = true
+			s.armed = r.allocs - c.releasedAt
+		}
+	}
+	return s
+}
+
+// collect runs a cycle, the loop waiting for its mark for at most wait
+// (0: started beside the loop). One that ended is charged what the
+// process spent meanwhile, or the time it held the loop if longer; one
+// still marking is charged the collector's CPU once a later look sees
+// it end (learn), and no other cycle of ours starts before.
+func (c *core) collect(wait time.Duration, s snapshot) {
+	t0, c0, g0 := c.env.now(), c.env.cpu(), c.env.gcCPU()
+	started, ended := c.env.collect(wait)
+	t1, c1 := c.env.now(), c.env.cpu()
+	if !started {
+		return
+	}
+	c.ours++
+	if wait <= 0 {
+		c.stats.CyclesBackground++
+	} else {
+		c.stats.CyclesInline++
+		c.stats.CycleTime += t1 - t0
+	}
+	if c.r.cycles == 0 {
+		// The process's first cycle is cold (the collector's workers and
+		// metadata are made now: 1.3 ms here where the next take
+		// 0.2) and is the pacer's anyway: not extra, and no price.
+		if !ended {
+			c.bg.pending, c.bg.cycles, c.bg.free = true, c.r.cycles, true
+		}
+		return
+	}
+	if ended {
+		cost := max(t1-t0, c1-c0)
+		c.cost.learn(cost)
+		c.wall.learn(t1 - t0)
+		c.pay(charge(cost, s.garbage, s.pile))
+		return
+	}
+	c.bg.pending, c.bg.cycles, c.bg.at, c.bg.gc = true, c.r.cycles, t0, g0
+	c.bg.garbage, c.bg.pile = s.garbage, s.pile
+}
+
+func (c *core) pay(d time.Duration) {
+	c.tokens -= d
+	c.stats.Charged += d
+	c.stats.CycleCost, c.stats.StartCost, c.stats.CycleWall = c.cost.v, c.startC.v, c.wall.v
+}
+
+// release starts the release of a quiet stretch on a goroutine of its own.
+func (c *core) release() {
+	from, _ := c.quiet(c.env.now())
+	c.releasing, c.releasedFor = true, from
+	c.armed.Store(false)
+	before := c.r.released
+	c.wg.Add(1)
+	c.env.spawn(func() {
+		defer c.wg.Done()
+		t0, c0 := c.env.now(), c.env.cpu()
+		c.env.release()
+		t1, c1 := c.env.now(), c.env.cpu()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.ours += 2 // releaseMemory's two cycles are ours
+		c.env.read(&c.r)
+		c.learn(nil, t1)
+		cost := max(c1-c0, t1-t0)
+		c.relCost.learn(cost)
+		c.pay(cost)
+		c.stats.ReleaseCost = c.relCost.v
+		c.stats.Releases++
+		if c.r.released > before {
+			c.stats.ReleasedBytes += c.r.released - before
+		}
+		c.releasing, c.releasedAt = false, c.r.allocs
+		c.armed.Store(false)
+	})
+}
+
+// quiet reports whether every loop and Work has been quiet for the quiet
+// period at now, and since when the process has been quiet (the latest
+// end of work, ns). Called with mu held.
+func (c *core) quiet(now time.Duration) (from int64, quiet bool) {
+	for _, l := range c.loops {
+		from = max(from, l.lastWork.Load())
+	}
+	for _, w := range c.works {
+		if w.n.Load() > 0 {
+			return 0, false
+		}
+		from = max(from, w.end.Load())
+	}
+	return from, int64(now)-from >= int64(c.cfg.releaseDelay)
+}
+
+// releaseDue is Loop.NextStep: how long until a release falls due.
+func (c *core) releaseDue() (time.Duration, bool) {
+	if c.cfg.releaseDelay == 0 || !c.armed.Load() || c.closed.Load() {
+		return 0, false
+	}
+	if !c.mu.TryLock() {
+		return 0, false // a step runs: it looks for itself
+	}
+	defer c.mu.Unlock()
+	if c.releasing {
+		return 0, false
+	}
+	if c.anyInFlight() {
+		return 0, false // the End that leaves nothing in flight arms its own timer
+	}
+	from, _ := c.quiet(c.env.now())
+	if from == c.releasedFor {
+		return 0, false
+	}
+	return max(time.Duration(from)+c.cfg.releaseDelay-c.env.now(), 0), true
+}
+
+func (c *core) anyInFlight() bool {
+	for _, w := range c.works {
+		if w.n.Load() > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,159 @@
+package gcstep
+
+import (
+	"fmt"
+	"time"
+)
+
+// A snapshot is everything the decision needs, read at one look: the
+// heap, the time ahead, the learned prices and the budget left. It is
+// filled by Runtime.look and nothing else; decide reads nothing else.
+type snapshot struct {
+	garbage uint64 // bytes allocated since the last cycle ended
+	live    uint64 // what the last cycle found live
+	pile    uint64 // the garbage the pacer lets pile up before its cycle; 0: no pacer (GOGC=off)
+
+	budget time.Duration // the step's budget; <= 0: a look that may not act
+	quiet  bool          // every loop and Work has been quiet for the quiet period
+	armed  uint64        // bytes allocated since the last release
+	gap    time.Duration // the idle time the loop expects ahead (its recent gaps); 0: none known
+	wall   time.Duration // how long a cycle of ours holds the loop that waits for it
+	cost   time.Duration // what a cycle of ours that holds the loop costs the process, measured
+	// startCost is what a cycle started beside the loop costs: the
+	// collector's CPU, measured.
+	startCost time.Duration
+	marking   bool          // a cycle of ours is still marking
+	procs     int           // GOMAXPROCS: with one P nothing runs beside the loop
+	release   time.Duration // what a release costs the process, measured
+	tokens    time.Duration // the budget left: earned less charged; may be below 0
+	reserve   time.Duration // what cycles leave of tokens for the next release: its price, if releases are on
+
+	minGarbage uint64
+}
+
+// An action is what a look does.
+type action uint8
+
+const (
+	doNothing action = iota
+	doInline         // run a cycle and wait for its mark phase: the loop's idle time covers it
+	doStart          // start a cycle and return: the runtime runs it beside the loop
+	doRelease        // collect and return the free memory to the OS, on a goroutine of its own
+)
+
+// decide is the policy: one action for one snapshot, and why. It is pure.
+//
+// The budget says how much: a cycle or a release runs only while the
+// tokens it earned from the program's own CPU pay for its measured cost
+// (less the share of a pacer cycle it saves: see charge); cycles leave
+// the price of a release in reserve, so that a burst's cycles cannot
+// spend what returning its memory afterwards costs. The heap says
+// whether: there must be garbage enough to be worth a cycle's fixed
+// cost, and a release needs a quiet process that allocated since the
+// last. The time ahead says how: a cycle whose wall time fits the loop's
+// expected gap holds the loop (the collector gets its P, and nothing
+// waits); one that does not is started for the runtime to run beside the
+// loop on another P, so that the next event is not delayed. With one P
+// there is no beside: a started cycle would mark on the loop's P anyway,
+// a quarter of the time, while the garbage goes on piling up. Everything not paid for is
+// left to the runtime's pacer, which collects anyway.
+func decide(s snapshot) (action, Outcome) {
+	if s.quiet && s.armed >= s.minGarbage {
+		switch {
+		case s.tokens < s.release:
+			return doNothing, OutcomeBudget
+		case s.budget <= 0:
+			return doNothing, OutcomeDue
+		}
+		return doRelease, OutcomeRelease
+	}
+	if s.quiet || s.marking || s.garbage < s.minGarbage {
+		return doNothing, OutcomeNone
+	}
+	act, out, cost := doInline, OutcomeInline, s.cost
+	if s.procs > 1 && s.gap > 0 && s.wall > s.gap {
+		act, out, cost = doStart, OutcomeBackground, s.startCost
+	}
+	switch {
+	case s.tokens-s.reserve < charge(cost, s.garbage, s.pile):
+		return doNothing, OutcomeBudget
+	case s.budget <= 0:
+		return doNothing, OutcomeDue
+	}
+	return act, out
+}
+
+// charge is what a cycle that collects garbage costs the budget when a
+// whole cycle costs cost: a pacer that lets pile bytes pile up would
+// have paid garbage/pile of a cycle for the same garbage, so only the
+// rest is extra. With no pacer (pile 0) the cycle is all extra; at the
+// pacer's own pile it is free.
+func charge(cost time.Duration, garbage, pile uint64) time.Duration {
+	if pile == 0 || garbage == 0 {
+		return cost
+	}
+	if garbage >= pile {
+		return 0
+	}
+	return time.Duration(float64(cost) * (1 - float64(garbage)/float64(pile)))
+}
+
+// An Outcome is what a look at the heap came to.
+type Outcome uint8
+
+// The outcomes of a look.
+const (
+	// OutcomeNone: too little garbage for a cycle (WithMinGarbage), or
+	// a quiet process with nothing allocated since the last release.
+	OutcomeNone Outcome = iota
+	// OutcomeBudget: a cycle or a release would cost more than the
+	// budget has left (Stats.DeclinedBudget); the pacer collects.
+	OutcomeBudget
+	// OutcomeDue: a cycle or a release is due at a look that may not
+	// act (a zero budget); the next step with a budget takes it.
+	OutcomeDue
+	// OutcomeInline: a cycle ran, the loop waiting for its mark phase.
+	OutcomeInline
+	// OutcomeBackground: a cycle was started for the runtime to run
+	// beside the loop, whose expected gap is shorter than a cycle.
+	OutcomeBackground
+	// OutcomeRelease: the process was quiet; a release was started.
+	OutcomeRelease
+)
+
+var outcomeNames = [...]string{
+	OutcomeNone:       "none",
+	OutcomeBudget:     "budget",
+	OutcomeDue:        "due",
+	OutcomeInline:     "inline",
+	OutcomeBackground: "background",
+	OutcomeRelease:    "release",
+}
+
+// String returns the outcome's name: "none", "budget", "due", "inline",
+// "background" or "release".
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("Outcome(%d)", uint8(o))
+}
+
+// A Decision is one look of the Runtime at the heap, with what it read,
+// the prices it weighed and what it did. WithDecisions hands every look
+// that found garbage enough to collect, or a quiet process to release,
+// to the program.
+type Decision struct {
+	At      time.Duration // when, since the Runtime was made
+	Budget  time.Duration // the step's budget; 0 for a look that may not act
+	Outcome Outcome
+
+	Garbage uint64 // bytes allocated since the last cycle ended
+	Live    uint64 // the live heap the last cycle found
+	Pile    uint64 // the garbage the pacer lets pile up; 0 under GOGC=off
+
+	Gap    time.Duration // the loop's expected idle time ahead; 0: unknown
+	Wall   time.Duration // how long a cycle holds a loop that waits for it
+	Cost   time.Duration // what the cycle it would run costs the process, measured
+	Tokens time.Duration // the budget left before the action
+}

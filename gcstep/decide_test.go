@@ -1,0 +1,65 @@
+package gcstep
+
+import (
+	"testing"
+	"time"
+)
+
+func TestDecide(t *testing.T) {
+	// base has garbage enough, a budget that pays, a gap that fits.
+	base := snapshot{garbage: 1 << 20, live: 1 << 20, pile: 4 << 20, budget: ms, gap: ms,
+		wall: 300 * us, cost: 500 * us, startCost: 400 * us, release: 2 * ms, tokens: 10 * ms, minGarbage: 256 << 10, procs: 2}
+	tests := []struct {
+		name string
+		edit func(*snapshot)
+		act  action
+		out  Outcome
+	}{
+		{"garbage, budget and a gap that fits: inline", func(s *snapshot) {}, doInline, OutcomeInline},
+		{"too little garbage", func(s *snapshot) { s.garbage = 100 << 10 }, doNothing, OutcomeNone},
+		{"budget spent", func(s *snapshot) { s.tokens = 100 * us }, doNothing, OutcomeBudget},
+		{"the release's reserve is not for cycles", func(s *snapshot) { s.tokens, s.reserve = 2*ms, 1800*us }, doNothing, OutcomeBudget},
+		{"budget below zero", func(s *snapshot) { s.tokens = -ms }, doNothing, OutcomeBudget},
+		{"a pile near the pacer's is nearly free", func(s *snapshot) { s.tokens = 100 * us; s.garbage = 3900 << 10 }, doInline, OutcomeInline},
+		{"no pacer: the whole cycle is charged", func(s *snapshot) { s.pile = 0; s.tokens = 400 * us }, doNothing, OutcomeBudget},
+		{"a gap shorter than the cycle: started", func(s *snapshot) { s.gap = 100 * us }, doStart, OutcomeBackground},
+		{"a started cycle is priced as one", func(s *snapshot) { s.gap, s.tokens, s.cost = 100*us, 450*us, 10*ms }, doStart, OutcomeBackground},
+		{"a started cycle over budget", func(s *snapshot) { s.gap, s.tokens, s.cost = 100*us, 250*us, 0 }, doNothing, OutcomeBudget},
+		{"a cycle of ours still marks", func(s *snapshot) { s.marking = true }, doNothing, OutcomeNone},
+		{"one P: inline, whatever the gap", func(s *snapshot) { s.gap, s.procs = 100*us, 1 }, doInline, OutcomeInline},
+		{"no gap known: inline", func(s *snapshot) { s.gap = 0 }, doInline, OutcomeInline},
+		{"a look without a budget: due", func(s *snapshot) { s.budget = 0 }, doNothing, OutcomeDue},
+		{"quiet and armed: release", func(s *snapshot) { s.quiet, s.armed = true, 1<<20 }, doRelease, OutcomeRelease},
+		{"quiet, armed, no budget left", func(s *snapshot) { s.quiet, s.armed, s.tokens = true, 1<<20, ms }, doNothing, OutcomeBudget},
+		{"quiet, armed, a look without a budget", func(s *snapshot) { s.quiet, s.armed, s.budget = true, 1<<20, 0 }, doNothing, OutcomeDue},
+		{"quiet, nothing allocated since the last release", func(s *snapshot) { s.quiet, s.armed = true, 1<<10 }, doNothing, OutcomeNone},
+		{"first release, price unknown", func(s *snapshot) { s.quiet, s.armed, s.release, s.tokens = true, 1<<20, 0, 0 }, doRelease, OutcomeRelease},
+	}
+	for _, tt := range tests {
+		s := base
+		tt.edit(&s)
+		act, out := decide(s)
+		if act != tt.act || out != tt.out {
+			t.Errorf("%s: got %v/%v, want %v/%v", tt.name, act, out, tt.act, tt.out)
+		}
+	}
+}
+
+func TestCharge(t *testing.T) {
+	tests := []struct {
+		cost          time.Duration
+		garbage, pile uint64
+		want          time.Duration
+	}{
+		{ms, 1 << 20, 4 << 20, 750 * us},
+		{ms, 1 << 20, 0, ms},
+		{ms, 4 << 20, 4 << 20, 0},
+		{ms, 8 << 20, 4 << 20, 0},
+		{ms, 0, 4 << 20, ms},
+	}
+	for _, tt := range tests {
+		if got := charge(tt.cost, tt.garbage, tt.pile); got != tt.want {
+			t.Errorf("charge(%v, %d, %d): got %v, want %v", tt.cost, tt.garbage, tt.pile, got, tt.want)
+		}
+	}
+}

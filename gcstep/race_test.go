@@ -1,0 +1,5 @@
+//go:build race
+
+package gcstep
+
+const raceEnabled = true
