@@ -28,7 +28,6 @@ type core struct {
 	cpuAt  time.Duration // the process's CPU time when tokens were last earned
 	tokens time.Duration // the budget left
 	cost   ewma          // what a cycle that holds the loop costs the process
-	startC ewma          // what a cycle started beside the loop costs: the collector's CPU
 	// bg is a cycle of ours still marking when its step returned: it is
 	// charged and learned from once a look sees it ended.
 	bg struct {
@@ -45,6 +44,7 @@ type core struct {
 	stats    Stats
 	prevSeen uint64 // allocs at the previous look, for callers that report nothing
 
+	held        bool // the last step held the loop for a cycle: its delay is the cycle's
 	releasing   bool
 	releasedAt  uint64 // allocs when the last release ended
 	releasedFor int64  // the quiet stretch the last release was for (its start, ns)
@@ -62,9 +62,36 @@ type core struct {
 // ewma is an exponentially weighted average of a price, 0 until first
 // learned. A weight of a quarter: the price follows a change of machine
 // within a few cycles, and one odd cycle moves it by a quarter.
-type ewma struct{ v time.Duration }
+type ewma struct {
+	v    time.Duration
+	n    int
+	last time.Duration // env.now when it last learned
+}
 
-func (e *ewma) learn(x time.Duration) {
+// at is the price as it stands at now: halved for every second since it
+// was last learned, so that a price that keeps a cycle from running (a
+// wall longer than the loop's gaps, measured while the machine was busy)
+// is tried again within a few seconds once the machine is cheaper, at one
+// cycle a second where it is not.
+func (e *ewma) at(now time.Duration) time.Duration {
+	if e.n == 0 {
+		return 0
+	}
+	return e.v >> min((now-e.last)/time.Second, 62)
+}
+
+// add adds d to the last price learned: the rest of its cost, known later.
+func (e *ewma) add(d time.Duration) {
+	if e.n == 1 {
+		e.v += d
+	} else {
+		e.v += d / 4
+	}
+}
+
+func (e *ewma) learn(x time.Duration, now time.Duration) {
+	e.n++
+	e.last = now
 	if e.v == 0 {
 		e.v = x
 		return
@@ -158,11 +185,21 @@ func (c *core) removeDecisions(f *func(Decision)) {
 	c.mu.Unlock()
 }
 
+// delayed records that work waited d behind a step. Behind a cycle that
+// held the loop, with a second P, that delay is part of the cycle's cost:
+// the loop's work (and whoever waits for it: a producer blocked on a full
+// pipe, a client) waited while a P could have run it. With one P the
+// delayed work needed the P the collector had, and got it after.
 func (c *core) delayed(d time.Duration) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.stats.StepsDelayedWork++
 	c.stats.DelayedWorkTime += d
-	c.mu.Unlock()
+	if c.held && c.env.procs() > 1 {
+		c.held = false
+		c.cost.add(d)
+		c.pay(d)
+	}
 }
 
 // step is one look of handle l (nil: a Work's timer) with budget: read,
@@ -180,6 +217,7 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 	defer c.mu.Unlock()
 	start := c.env.now()
 	c.stats.Steps++
+	c.held = false
 	c.env.read(&c.r)
 	c.learn(l, start)
 
@@ -192,14 +230,15 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 			(*f)(d)
 		}
 	}
-	if out == OutcomeBudget {
+	switch out {
+	case OutcomeBudget:
 		c.stats.DeclinedBudget++
+	case OutcomeGap:
+		c.stats.DeclinedGap++
 	}
 	switch act {
 	case doInline:
 		c.collect(budget, s)
-	case doStart:
-		c.collect(0, s)
 	case doRelease:
 		c.release()
 	}
@@ -228,9 +267,9 @@ func (c *core) learn(l *Loop, now time.Duration) {
 		}
 		cost := c.env.gcCPU() - c.bg.gc
 		if w := c.env.lastEnd() - c.bg.at; w > 0 {
-			c.wall.learn(w)
+			c.wall.learn(w, now)
 		}
-		c.startC.learn(cost)
+		c.cost.learn(cost, now)
 		c.pay(charge(cost, c.bg.garbage, c.bg.pile))
 	}
 ended:
@@ -267,7 +306,7 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 	r := &c.r
 	s := snapshot{
 		garbage: r.allocs - c.base, live: r.live, budget: budget,
-		wall: c.wall.v, cost: c.cost.v, startCost: c.startC.v, marking: c.bg.pending,
+		wall: c.wall.at(now), cost: c.cost.v, marking: c.bg.pending,
 		release: c.relCost.v, tokens: c.tokens,
 		minGarbage: c.cfg.minGarbage, procs: c.env.procs(),
 	}
@@ -295,18 +334,18 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 // still marking is charged the collector's CPU once a later look sees
 // it end (learn), and no other cycle of ours starts before.
 func (c *core) collect(wait time.Duration, s snapshot) {
-	t0, c0, g0 := c.env.now(), c.env.cpu(), c.env.gcCPU()
+	t0, g0 := c.env.now(), c.env.gcCPU()
 	started, ended := c.env.collect(wait)
-	t1, c1 := c.env.now(), c.env.cpu()
+	t1 := c.env.now()
 	if !started {
 		return
 	}
 	c.ours++
-	if wait <= 0 {
-		c.stats.CyclesBackground++
-	} else {
-		c.stats.CyclesInline++
-		c.stats.CycleTime += t1 - t0
+	c.held = true
+	c.stats.CyclesInline++
+	c.stats.CycleTime += t1 - t0
+	if !ended {
+		c.stats.CyclesOutlasted++
 	}
 	if c.r.cycles == 0 {
 		// The process's first cycle is cold (the collector's workers and
@@ -318,9 +357,16 @@ func (c *core) collect(wait time.Duration, s snapshot) {
 		return
 	}
 	if ended {
-		cost := max(t1-t0, c1-c0)
-		c.cost.learn(cost)
-		c.wall.learn(t1 - t0)
+		// The collector's CPU, as the runtime counts it: its workers and
+		// assists, and its pauses times GOMAXPROCS. The delay to the
+		// loop's work, if any, comes with the loop's report (delayed).
+		// Not the process's CPU during the hold: that counts the rest of
+		// the program, which runs there as it would have anyway (with
+		// one P, 2-7 times the collector's, measured on the urandom
+		// stream).
+		cost := c.env.gcCPU() - g0
+		c.cost.learn(cost, t1)
+		c.wall.learn(t1-t0, t1)
 		c.pay(charge(cost, s.garbage, s.pile))
 		return
 	}
@@ -331,7 +377,7 @@ func (c *core) collect(wait time.Duration, s snapshot) {
 func (c *core) pay(d time.Duration) {
 	c.tokens -= d
 	c.stats.Charged += d
-	c.stats.CycleCost, c.stats.StartCost, c.stats.CycleWall = c.cost.v, c.startC.v, c.wall.v
+	c.stats.CycleCost, c.stats.CycleWall = c.cost.v, c.wall.v
 }
 
 // release starts the release of a quiet stretch on a goroutine of its own.
@@ -352,7 +398,7 @@ func (c *core) release() {
 		c.env.read(&c.r)
 		c.learn(nil, t1)
 		cost := max(c1-c0, t1-t0)
-		c.relCost.learn(cost)
+		c.relCost.learn(cost, t1)
 		c.pay(cost)
 		c.stats.ReleaseCost = c.relCost.v
 		c.stats.Releases++

@@ -13,20 +13,17 @@ type snapshot struct {
 	live    uint64 // what the last cycle found live
 	pile    uint64 // the garbage the pacer lets pile up before its cycle; 0: no pacer (GOGC=off)
 
-	budget time.Duration // the step's budget; <= 0: a look that may not act
-	quiet  bool          // every loop and Work has been quiet for the quiet period
-	armed  uint64        // bytes allocated since the last release
-	gap    time.Duration // the idle time the loop expects ahead (its recent gaps); 0: none known
-	wall   time.Duration // how long a cycle of ours holds the loop that waits for it
-	cost   time.Duration // what a cycle of ours that holds the loop costs the process, measured
-	// startCost is what a cycle started beside the loop costs: the
-	// collector's CPU, measured.
-	startCost time.Duration
-	marking   bool          // a cycle of ours is still marking
-	procs     int           // GOMAXPROCS: with one P nothing runs beside the loop
-	release   time.Duration // what a release costs the process, measured
-	tokens    time.Duration // the budget left: earned less charged; may be below 0
-	reserve   time.Duration // what cycles leave of tokens for the next release: its price, if releases are on
+	budget  time.Duration // the step's budget; <= 0: a look that may not act
+	quiet   bool          // every loop and Work has been quiet for the quiet period
+	armed   uint64        // bytes allocated since the last release
+	gap     time.Duration // the idle time the loop expects ahead (its recent gaps); 0: none known
+	wall    time.Duration // how long a cycle of ours holds the loop that waits for it
+	cost    time.Duration // what a cycle of ours that holds the loop costs the process, measured
+	marking bool          // a cycle of ours is still marking
+	procs   int           // GOMAXPROCS: with one P nothing runs beside the loop
+	release time.Duration // what a release costs the process, measured
+	tokens  time.Duration // the budget left: earned less charged; may be below 0
+	reserve time.Duration // what cycles leave of tokens for the next release: its price, if releases are on
 
 	minGarbage uint64
 }
@@ -37,7 +34,6 @@ type action uint8
 const (
 	doNothing action = iota
 	doInline         // run a cycle and wait for its mark phase: the loop's idle time covers it
-	doStart          // start a cycle and return: the runtime runs it beside the loop
 	doRelease        // collect and return the free memory to the OS, on a goroutine of its own
 )
 
@@ -50,12 +46,17 @@ const (
 // spend what returning its memory afterwards costs. The heap says
 // whether: there must be garbage enough to be worth a cycle's fixed
 // cost, and a release needs a quiet process that allocated since the
-// last. The time ahead says how: a cycle whose wall time fits the loop's
-// expected gap holds the loop (the collector gets its P, and nothing
-// waits); one that does not is started for the runtime to run beside the
-// loop on another P, so that the next event is not delayed. With one P
-// there is no beside: a started cycle would mark on the loop's P anyway,
-// a quarter of the time, while the garbage goes on piling up. Everything not paid for is
+// last. The time ahead says when: a cycle holds the loop while it marks
+// (the collector gets the loop's P), so it runs only where it fits the
+// loop's expected gap, and the next event does not wait for it; a lull
+// shorter than a cycle is not idleness. With one P that does not hold:
+// whatever the loop's next event is, it needs the P the collector has, and
+// gets it after, as it would after a cycle of the pacer's.
+//
+// Why no cycle started beside a busy loop: measured on the urandom
+// stream with both CPUs, started cycles marked for 3 ms beside the loop
+// and its writer and cost 1.2 times the wall, for no memory (0.97 of the
+// plain loop's peak); the pacer does the same job at its own goal. Everything not paid for is
 // left to the runtime's pacer, which collects anyway.
 func decide(s snapshot) (action, Outcome) {
 	if s.quiet && s.armed >= s.minGarbage {
@@ -70,17 +71,15 @@ func decide(s snapshot) (action, Outcome) {
 	if s.quiet || s.marking || s.garbage < s.minGarbage {
 		return doNothing, OutcomeNone
 	}
-	act, out, cost := doInline, OutcomeInline, s.cost
-	if s.procs > 1 && s.gap > 0 && s.wall > s.gap {
-		act, out, cost = doStart, OutcomeBackground, s.startCost
-	}
 	switch {
-	case s.tokens-s.reserve < charge(cost, s.garbage, s.pile):
+	case s.procs > 1 && s.gap > 0 && s.wall > s.gap:
+		return doNothing, OutcomeGap
+	case s.tokens-s.reserve < charge(s.cost, s.garbage, s.pile):
 		return doNothing, OutcomeBudget
 	case s.budget <= 0:
 		return doNothing, OutcomeDue
 	}
-	return act, out
+	return doInline, OutcomeInline
 }
 
 // charge is what a cycle that collects garbage costs the budget when a
@@ -114,24 +113,25 @@ const (
 	OutcomeDue
 	// OutcomeInline: a cycle ran, the loop waiting for its mark phase.
 	OutcomeInline
-	// OutcomeBackground: a cycle was started for the runtime to run
-	// beside the loop, whose expected gap is shorter than a cycle.
-	OutcomeBackground
+	// OutcomeGap: with more than one P, a cycle would outlast the
+	// loop's expected gap, and its next event would wait for it
+	// (Stats.DeclinedGap); the pacer collects.
+	OutcomeGap
 	// OutcomeRelease: the process was quiet; a release was started.
 	OutcomeRelease
 )
 
 var outcomeNames = [...]string{
-	OutcomeNone:       "none",
-	OutcomeBudget:     "budget",
-	OutcomeDue:        "due",
-	OutcomeInline:     "inline",
-	OutcomeBackground: "background",
-	OutcomeRelease:    "release",
+	OutcomeNone:    "none",
+	OutcomeBudget:  "budget",
+	OutcomeDue:     "due",
+	OutcomeInline:  "inline",
+	OutcomeGap:     "gap",
+	OutcomeRelease: "release",
 }
 
 // String returns the outcome's name: "none", "budget", "due", "inline",
-// "background" or "release".
+// "gap" or "release".
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
 		return outcomeNames[o]

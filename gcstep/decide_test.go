@@ -8,7 +8,7 @@ import (
 func TestDecide(t *testing.T) {
 	// base has garbage enough, a budget that pays, a gap that fits.
 	base := snapshot{garbage: 1 << 20, live: 1 << 20, pile: 4 << 20, budget: ms, gap: ms,
-		wall: 300 * us, cost: 500 * us, startCost: 400 * us, release: 2 * ms, tokens: 10 * ms, minGarbage: 256 << 10, procs: 2}
+		wall: 300 * us, cost: 500 * us, release: 2 * ms, tokens: 10 * ms, minGarbage: 256 << 10, procs: 2}
 	tests := []struct {
 		name string
 		edit func(*snapshot)
@@ -22,9 +22,8 @@ func TestDecide(t *testing.T) {
 		{"budget below zero", func(s *snapshot) { s.tokens = -ms }, doNothing, OutcomeBudget},
 		{"a pile near the pacer's is nearly free", func(s *snapshot) { s.tokens = 100 * us; s.garbage = 3900 << 10 }, doInline, OutcomeInline},
 		{"no pacer: the whole cycle is charged", func(s *snapshot) { s.pile = 0; s.tokens = 400 * us }, doNothing, OutcomeBudget},
-		{"a gap shorter than the cycle: started", func(s *snapshot) { s.gap = 100 * us }, doStart, OutcomeBackground},
-		{"a started cycle is priced as one", func(s *snapshot) { s.gap, s.tokens, s.cost = 100*us, 450*us, 10*ms }, doStart, OutcomeBackground},
-		{"a started cycle over budget", func(s *snapshot) { s.gap, s.tokens, s.cost = 100*us, 250*us, 0 }, doNothing, OutcomeBudget},
+		{"a gap shorter than the cycle: the pacer's", func(s *snapshot) { s.gap = 100 * us }, doNothing, OutcomeGap},
+		{"a gap shorter than the cycle, over budget too", func(s *snapshot) { s.gap, s.tokens = 100*us, 0 }, doNothing, OutcomeGap},
 		{"a cycle of ours still marks", func(s *snapshot) { s.marking = true }, doNothing, OutcomeNone},
 		{"one P: inline, whatever the gap", func(s *snapshot) { s.gap, s.procs = 100*us, 1 }, doInline, OutcomeInline},
 		{"no gap known: inline", func(s *snapshot) { s.gap = 0 }, doInline, OutcomeInline},

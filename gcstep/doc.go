@@ -10,20 +10,18 @@
 // had work ready instead of an idle moment (BusyObserver).
 //
 // NewRuntime returns the Stepper over Go's own collector. Go has no API
-// for part of a cycle, so the Runtime is a policy: at each idle moment it
-// prices what it may do (a cycle inline, a cycle started in the
-// background, nothing, leaving it to the runtime's pacer) in CPU, the
-// delay the loop's next event would suffer and the memory held, at one
-// exchange rate, and takes the cheapest; once the loops have been quiet
-// for a moment it empties the gap, giving memory back to the operating
-// system, if that pays for the page faults that bring it back, and does
-// the same in the middle of activity where pages left by the program's
-// past would otherwise hold the heap at the pacer's height (a trim). The
-// prices are learned as the process runs. Several event loops share one
-// Runtime through a Loop handle each; code without an event loop (a
-// server with a goroutine per request: package httpidle) tells it when
-// its work begins and ends through a Work handle. The model and the
-// measurements behind every default are in doc/policy.md.
+// for part of a cycle, so the Runtime is a policy, and a small one: at
+// each idle moment it reads the heap, decides, acts and learns. It
+// collects while a budget earned from the program's own CPU time (3 %
+// by default) pays for what cycles are measured to cost this process, so
+// it takes much memory where cycles are cheap and steps back to the
+// runtime's pacer where they are dear; once every loop sharing it has been
+// quiet for a moment it returns memory to the operating system; under
+// GOGC=off it keeps the heap bounded where GOGC=100 would collect. Several
+// event loops share one Runtime through a Loop handle each; code without
+// an event loop (a server with a goroutine per request: package httpidle)
+// tells it when its work begins and ends through a Work handle. The model
+// and where each number comes from: doc/policy.md.
 //
 // A typical event loop (package poller's Loop does all of this):
 //
@@ -32,9 +30,6 @@
 //		n := 0
 //		if rt.Lull() { // a step could do something now
 //			n = poll(fds, 0) // zero timeout: never blocks
-//			if n > 0 {
-//				rt.Busy() // no idle moment: under GOGC=off, may start a cycle
-//			}
 //			for n == 0 {
 //				start := time.Now()
 //				more := rt.Step(time.Millisecond)
@@ -46,8 +41,8 @@
 //			}
 //		}
 //		if n == 0 {
-//			// Block, but no longer than until the gap falls due to
-//			// be emptied.
+//			// Block, but no longer than until memory falls due to be
+//			// returned to the OS.
 //			timeout := time.Duration(-1)
 //			if d, ok := rt.NextStep(); ok {
 //				timeout = d
@@ -56,7 +51,7 @@
 //			n = poll(fds, timeout)
 //			rt.Waited(time.Since(start), n > 0)
 //			if n == 0 {
-//				rt.Step(time.Millisecond) // empty the gap
+//				rt.Step(time.Millisecond) // return the memory
 //			}
 //		}
 //		// handle the ready fds

@@ -16,6 +16,7 @@ type profile struct {
 	cycleCPU  time.Duration
 	release   time.Duration
 	noise     float64
+	procs     int // GOMAXPROCS; 0: 2
 }
 
 // The machines the policy is judged on. Where each number comes from:
@@ -36,7 +37,7 @@ var profiles = []profile{
 	{name: "bare metal", cycleWall: 100 * us, cycleCPU: 100 * us, release: 1 * ms},
 	{name: "previous", cycleWall: 130 * us, cycleCPU: 250 * us, release: 2 * ms},
 	{name: "today", cycleWall: 280 * us, cycleCPU: 800 * us, release: 2 * ms, noise: 0.3},
-	{name: "one P", cycleWall: 150 * us, cycleCPU: 150 * us, release: 2 * ms, noise: 0.3},
+	{name: "one P", cycleWall: 150 * us, cycleCPU: 150 * us, release: 2 * ms, noise: 0.3, procs: 1},
 	{name: "contended", cycleWall: 1500 * us, cycleCPU: 2 * ms, release: 6 * ms, noise: 0.6},
 }
 
@@ -67,7 +68,10 @@ type fake struct {
 }
 
 func newFake(p profile) *fake {
-	return &fake{p: p, rng: rand.New(rand.NewPCG(1, 2)), gogc: 100, limit: noLimit, live: 256 << 10, procs: 2, cycles: 1}
+	if p.procs == 0 {
+		p.procs = 2
+	}
+	return &fake{p: p, rng: rand.New(rand.NewPCG(1, 2)), gogc: 100, limit: noLimit, live: 256 << 10, procs: p.procs, cycles: 1}
 }
 
 func (f *fake) env() env {

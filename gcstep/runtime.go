@@ -11,14 +11,15 @@ import (
 // (runtime/metrics: no stop-the-world), decides (see doc/policy.md) and
 // acts:
 //
-//   - It collects when there is garbage enough and the budget
-//     (WithBudget) pays for a cycle at what cycles have been measured to
-//     cost this process: its CPU during them, or the time they held the
-//     loop if longer. Where cycles are cheap that is often, and the heap
-//     stays small; where they are dear (a busy machine, a CPU quota) it is
-//     seldom, and the runtime's pacer does the rest as it would without a
-//     Runtime. A cycle that fits the loop's expected gap holds the loop
-//     while it marks; one that does not is started beside it.
+//   - It collects when there is garbage enough, the cycle fits the loop's
+//     expected gap (with more than one P: a lull shorter than a cycle is
+//     not idleness), and the budget (WithBudget) pays for it at what
+//     cycles have been measured to cost this process: the CPU it spent
+//     during them beyond what it spends anyway, and the delay they caused
+//     the loop's work. Where cycles are cheap that is often, and the heap
+//     stays small; where they are dear (a busy machine, a CPU quota) it
+//     is seldom, and the runtime's pacer does the rest as it would
+//     without a Runtime.
 //   - Once every loop and Work sharing it has been quiet for the quiet
 //     period (WithReleaseDelay), it collects and returns the free memory
 //     to the OS, once per quiet stretch, on a goroutine of its own, also
@@ -164,13 +165,17 @@ func (rt *Runtime) NextStep() (time.Duration, bool) { return rt.self.NextStep() 
 // Stats counts what the process's Runtimes did, since the first of them
 // was made.
 type Stats struct {
-	Steps            uint64 // calls to Step, including those that did nothing
-	CyclesInline     uint64 // cycles run at an idle moment, the loop waiting for the mark
-	CyclesBackground uint64 // cycles started for the runtime to run beside the loop
-	CyclesOther      uint64 // cycles the Runtime did not run: the pacer's, the bound's, the program's
-	DeclinedBudget   uint64 // looks at which a cycle or release would have cost more than the budget had left
-	Releases         uint64 // releases of memory to the OS completed
-	ReleasedBytes    uint64 // bytes they returned
+	Steps        uint64 // calls to Step, including those that did nothing
+	CyclesInline uint64 // cycles run at an idle moment, the loop waiting for the mark
+	// CyclesOutlasted counts those still marking when the step's budget
+	// ran out: they went on beside the loop, and were charged the
+	// collector's CPU once they ended.
+	CyclesOutlasted uint64
+	CyclesOther     uint64 // cycles the Runtime did not run: the pacer's, the bound's, the program's
+	DeclinedBudget  uint64 // looks at which a cycle or release would have cost more than the budget had left
+	DeclinedGap     uint64 // looks at which a cycle would have outlasted the loop's expected gap
+	Releases        uint64 // releases of memory to the OS completed
+	ReleasedBytes   uint64 // bytes they returned
 
 	StepTime  time.Duration // wall time inside Step
 	CycleTime time.Duration // of which in inline cycles
@@ -188,12 +193,11 @@ type Stats struct {
 	Earned  time.Duration
 	Charged time.Duration
 
-	// The prices as learned so far: what a cycle that holds the loop
-	// costs the process, what one started beside it costs (the
-	// collector's CPU), how long a cycle marks, and what a release
-	// costs.
+	// The prices as learned so far: what a cycle costs the process (its
+	// CPU beyond what the process spends anyway, and with more than one
+	// P the delay to the loop's work), how long it holds the loop, and
+	// what a release costs.
 	CycleCost   time.Duration
-	StartCost   time.Duration
 	CycleWall   time.Duration
 	ReleaseCost time.Duration
 
