@@ -190,9 +190,9 @@ type frontierRun struct {
 	Wall      float64 `json:"wall_seconds"`
 	P99       int64   `json:"p99_ns,omitempty"` // request latency, request/response workloads
 	GCCycles  uint64  `json:"gc_cycles"`
-	Stepped   uint64  `json:"stepper_cycles"`          // cycles the stepper ran or started
-	Trims     uint64  `json:"stepper_trims,omitempty"` // releases it made in the middle of activity
-	IdleShare float64 `json:"idle_share"`              // the loop's blocked time over the wall time
+	Stepped   uint64  `json:"stepper_cycles"`             // cycles the stepper ran
+	Releases  uint64  `json:"stepper_releases,omitempty"` // releases of memory to the OS it completed
+	IdleShare float64 `json:"idle_share"`                 // the loop's blocked time over the wall time
 	BusyShare float64 `json:"busy_share,omitempty"`
 	// Own is the runtime's metadata and the resident file-backed pages
 	// at the end of the run (lab.MemoryAtEnd.Own): memory that only
@@ -293,12 +293,12 @@ func runFrontier(ctx context.Context, c frontierConfig, stdout, progress io.Writ
 		}
 		fr := frontierRunOf(res, cond, p, round)
 		fr.BusyShare = u.Share()
-		trims := ""
-		if fr.Trims > 0 {
-			trims = fmt.Sprintf("  trims %d", fr.Trims)
+		releases := ""
+		if fr.Releases > 0 {
+			releases = fmt.Sprintf("  releases %d", fr.Releases)
 		}
 		fmt.Fprintf(progress, " peak %6.1f MiB  avg %6.1f MiB  cpu %5.2fs  wall %5.2fs%s  ok=%v %s\n",
-			mib(fr.PeakRSS), mib(fr.AvgRSS), fr.CPU, fr.Wall, trims, fr.OK, fr.Error)
+			mib(fr.PeakRSS), mib(fr.AvgRSS), fr.CPU, fr.Wall, releases, fr.OK, fr.Error)
 		rep.Results = append(rep.Results, fr)
 		if p.Kind == kindFloor && round == 0 {
 			limits[w.Name+"/"+cond.Name] = memLimitOf(fr.PeakRSS)
@@ -388,8 +388,8 @@ func frontierRunOf(r lab.RunResult, cond condition, p point, round int) frontier
 		fr.P99 = r.Latency.P99
 	}
 	if r.Stepper != nil {
-		fr.Stepped = r.Stepper.CyclesInline + r.Stepper.CyclesBackground
-		fr.Trims = r.Stepper.Trims
+		fr.Stepped = r.StepperCycles()
+		fr.Releases = r.Stepper.Releases
 	}
 	if r.Wall > 0 {
 		fr.IdleShare = r.Blocked / r.Wall

@@ -292,13 +292,13 @@ func TestNewFrontierConfig(t *testing.T) {
 	assert.ErrorContains(t, err, "-warmup -1")
 }
 
-// A run's stepper counts reach its frontier row: cycles, and trims.
+// A run's stepper counts reach its frontier row: cycles, and releases.
 func TestFrontierRunOfCountsTheStepper(t *testing.T) {
 	r := lab.RunResult{Workload: "paced", OK: true, Wall: 1, Blocked: 0.5,
-		Stepper: &gcstep.Stats{CyclesInline: 2, CyclesBackground: 3, Trims: 1}}
+		Stepper: &gcstep.Stats{CyclesInline: 5, CyclesOutlasted: 2, Releases: 1}}
 	fr := frontierRunOf(r, condition{Name: "both"}, point{Kind: kindStepper, GOGC: "100"}, 0)
 	assert.EqualValues(t, 5, fr.Stepped)
-	assert.EqualValues(t, 1, fr.Trims)
+	assert.EqualValues(t, 1, fr.Releases)
 	assert.InDelta(t, 0.5, fr.IdleShare, 1e-9)
-	assert.Zero(t, frontierRunOf(lab.RunResult{Workload: "paced"}, condition{Name: "both"}, point{Kind: kindPacer, GOGC: "100"}, 0).Trims)
+	assert.Zero(t, frontierRunOf(lab.RunResult{Workload: "paced"}, condition{Name: "both"}, point{Kind: kindPacer, GOGC: "100"}, 0).Releases)
 }

@@ -84,7 +84,7 @@ func summarise(runs []lab.RunResult) []summary {
 				pollReq = append(pollReq, float64(r.Syscalls)/float64(r.Requests))
 			}
 			if r.Stepper != nil {
-				stepCycles = append(stepCycles, r.Stepper.CyclesInline+r.Stepper.CyclesBackground)
+				stepCycles = append(stepCycles, r.StepperCycles())
 			}
 			if len(r.AfterBurstMS) > 0 {
 				s.AfterBurstMS = r.AfterBurstMS

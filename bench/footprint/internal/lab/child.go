@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -131,6 +129,15 @@ type RunResult struct {
 	LatencyKind string       `json:"latency_kind,omitempty"`
 	Latency     *Percentiles `json:"latency,omitempty"`
 	Samples     []Sample     `json:"samples"`
+}
+
+// StepperCycles is how many cycles the run's gcstep.Runtime ran, 0
+// without one.
+func (r *RunResult) StepperCycles() uint64 {
+	if r.Stepper == nil {
+		return 0
+	}
+	return r.Stepper.CyclesInline // those that outlasted their step among them
 }
 
 // Condition names what the run was measured under besides its policy: the
@@ -275,30 +282,15 @@ func runChild(spec ChildSpec) RunResult {
 	}
 	warmUp(spec.WarmupMiB)
 	var opts []gcstep.Option
-	if spec.ExchangeRate != 0 {
-		if !(spec.ExchangeRate > 0) || math.IsInf(spec.ExchangeRate, 0) {
-			res.Error = fmt.Sprintf("exchange_rate %v: must be positive and finite", spec.ExchangeRate)
+	if spec.Budget != 0 {
+		if !(spec.Budget > 0 && spec.Budget <= 1) {
+			res.Error = fmt.Sprintf("budget %v: must be a share of the CPU in (0, 1]", spec.Budget)
 			return res
 		}
-		opts = append(opts, gcstep.WithExchangeRate(spec.ExchangeRate))
+		opts = append(opts, gcstep.WithBudget(spec.Budget))
 	}
 	if spec.MinGarbage != 0 {
 		opts = append(opts, gcstep.WithMinGarbage(spec.MinGarbage))
-	}
-	if spec.MarkSlack != 0 {
-		if !(spec.MarkSlack > 0) || math.IsInf(spec.MarkSlack, 0) {
-			res.Error = fmt.Sprintf("mark_slack %v: must be positive and finite", spec.MarkSlack)
-			return res
-		}
-		opts = append(opts, gcstep.WithMarkSlack(spec.MarkSlack))
-	}
-	if spec.MarkAllowance != "" {
-		share, err := strconv.ParseFloat(spec.MarkAllowance, 64)
-		if err != nil || !(share >= 0) {
-			res.Error = fmt.Sprintf("mark_allowance %q: must be a share, zero or positive, or inf", spec.MarkAllowance)
-			return res
-		}
-		opts = append(opts, gcstep.WithMarkAllowance(share))
 	}
 	var log *decisionLog
 	if spec.Decisions != "" {
@@ -311,7 +303,7 @@ func runChild(spec ChildSpec) RunResult {
 		defer log.close()
 		opts = append(opts, gcstep.WithDecisions(log.record))
 	}
-	st, closeStepper, err := stepper(spec.Stepping, w.Stream, opts...)
+	st, closeStepper, err := stepper(spec.Stepping, opts...)
 	if err != nil {
 		res.Error = err.Error()
 		return res

@@ -1,11 +1,13 @@
 package lab
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,8 +39,10 @@ func TestDecisionLogWritesAndDrops(t *testing.T) {
 	require.NoError(t, err)
 	defer l.close()
 	l.record(gcstep.Decision{At: 1500 * time.Microsecond, Budget: time.Millisecond, Outcome: gcstep.OutcomeInline,
-		Garbage: 300 << 10, Cost: 250 * time.Microsecond, Ours: 0.25, Pacer: 0.5})
-	l.record(gcstep.Decision{At: 2 * time.Millisecond, Busy: true, Outcome: gcstep.OutcomeWait, Wait: 800 * time.Microsecond})
+		Garbage: 300 << 10, Live: 1 << 20, Pile: 4 << 20, Gap: 2 * time.Millisecond, Wall: 400 * time.Microsecond,
+		Cost: 250 * time.Microsecond, Tokens: 3 * time.Millisecond})
+	l.record(gcstep.Decision{At: 2 * time.Millisecond, Outcome: gcstep.OutcomeBudget, Cost: 800 * time.Microsecond,
+		Tokens: -120 * time.Microsecond})
 	l.record(gcstep.Decision{}) // past the end
 	path := filepath.Join(t.TempDir(), "d.tsv")
 	require.NoError(t, l.write(path))
@@ -47,12 +51,22 @@ func TestDecisionLogWritesAndDrops(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	require.Len(t, lines, 4)
 	assert.Equal(t, decisionHeader, lines[0])
-	cols := len(strings.Split(decisionHeader, "\t"))
-	assert.Equal(t, "1.500\tfalse\t1000\tinline\t307200\t0\t0\t0\t0\t250\t0.2500\t0.5000\t0", lines[1])
-	assert.Len(t, strings.Split(lines[2], "\t"), cols)
-	assert.Contains(t, lines[2], "\twait\t")
-	assert.True(t, strings.HasSuffix(lines[2], "\t800"), lines[2])
+	assert.Equal(t, "1.500\t1000\tinline\t307200\t1048576\t4194304\t2000\t400\t250\t3000", lines[1])
+	assert.Equal(t, "2.000\t0\tbudget\t0\t0\t0\t0\t0\t800\t-120", lines[2])
 	assert.Equal(t, "# dropped 1 decisions: the log was full", lines[3])
+}
+
+// The log records on the stepper's goroutine with its lock held, into
+// memory mapped beforehand: recording, and dropping once full, allocate
+// nothing.
+func TestDecisionLogRecordAllocatesNothing(t *testing.T) {
+	l, err := newDecisionLog(64)
+	require.NoError(t, err)
+	defer l.close()
+	d := gcstep.Decision{At: time.Millisecond, Outcome: gcstep.OutcomeInline, Garbage: 1 << 20}
+	assert.Zero(t, testing.AllocsPerRun(200, func() { l.record(d) }), "allocations per decision")
+	assert.Equal(t, 64, len(l.d))
+	assert.Positive(t, l.dropped)
 }
 
 // A child asked for its decisions writes one line for each, and the
@@ -68,29 +82,40 @@ func TestChildWritesItsDecisions(t *testing.T) {
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	require.Equal(t, decisionHeader, lines[0])
+	head := strings.Split(decisionHeader, "\t")
+	outcome := slices.Index(head, "outcome")
 	var cycles uint64
 	for _, l := range lines[1:] {
 		f := strings.Split(l, "\t")
-		require.Len(t, f, len(strings.Split(decisionHeader, "\t")), l)
-		if f[3] == "inline" || f[3] == "background" {
+		require.Len(t, f, len(head), l)
+		if f[outcome] == "inline" {
 			cycles++
 		}
 	}
-	assert.Equal(t, res.Stepper.CyclesInline+res.Stepper.CyclesBackground, cycles, "cycles among the decisions")
+	assert.Equal(t, res.StepperCycles(), cycles, "cycles among the decisions")
 }
 
-// A child's exchange rate reaches its stepper: memory priced dear makes
-// it collect smaller piles, so more often, than memory priced cheap; a
-// rate that is not positive is refused.
-func TestChildExchangeRate(t *testing.T) {
-	cycles := func(x float64) uint64 {
-		return pacedCycles(t, func(s *ChildSpec) { s.ExchangeRate = x })
-	}
-	cheap, dear := cycles(0.05), cycles(50)
-	assert.Greater(t, dear, 2*cheap, "cycles of ours with memory at 50 against 0.05")
+// A child's budget reaches its stepper, which earns that share of the
+// process's CPU time; a share out of (0, 1] is refused, as the option
+// would panic in the child.
+func TestChildBudget(t *testing.T) {
+	debug.FreeOSMemory()
 	res := runChild(ChildSpec{Workload: "paced", Stepping: "default", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
-		Quick: true, SampleEvery: 10 * time.Millisecond, ExchangeRate: -1})
-	assert.Contains(t, res.Error, "exchange_rate -1")
+		Quick: true, SampleEvery: 10 * time.Millisecond, Budget: 0.5})
+	require.Empty(t, res.Error)
+	require.True(t, res.OK)
+	require.NotNil(t, res.Stepper)
+	// Earned from the stepper's making to its last look; the CPU time
+	// from just after the making to the end of the run.
+	cpu := res.CPUUser + res.CPUSys
+	share := res.Stepper.Earned.Seconds() / cpu
+	assert.True(t, share > 0.25 && share < 0.55, "earned %v of %.3fs CPU: a share of %.3f, want about 0.5",
+		res.Stepper.Earned, cpu, share)
+	for _, bad := range []float64{-1, 1.5, math.NaN(), math.Inf(1)} {
+		res := runChild(ChildSpec{Workload: "paced", Stepping: "default", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
+			Quick: true, SampleEvery: 10 * time.Millisecond, Budget: bad})
+		assert.Contains(t, res.Error, "budget", bad)
+	}
 }
 
 // A child's least garbage reaches its stepper: with more than the
@@ -118,28 +143,7 @@ func pacedCycles(t *testing.T, set func(*ChildSpec)) uint64 {
 	require.Empty(t, res.Error)
 	require.True(t, res.OK)
 	require.NotNil(t, res.Stepper)
-	return res.Stepper.CyclesInline + res.Stepper.CyclesBackground
-}
-
-// A mark slack that is not positive is refused, as the option would
-// panic in the child.
-func TestChildMarkSlackRefused(t *testing.T) {
-	res := runChild(ChildSpec{Workload: "paced", Stepping: "default", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
-		Quick: true, SampleEvery: 10 * time.Millisecond, MarkSlack: -1})
-	assert.Contains(t, res.Error, "mark_slack -1")
-}
-
-// A mark allowance that is not a share, or is negative, is refused, as
-// the option would panic in the child; "inf" is a share.
-func TestChildMarkAllowanceRefused(t *testing.T) {
-	for _, bad := range []string{"-1", "half", "NaN"} {
-		res := runChild(ChildSpec{Workload: "paced", Stepping: "default", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
-			Quick: true, SampleEvery: 10 * time.Millisecond, MarkAllowance: bad})
-		assert.Contains(t, res.Error, "mark_allowance", bad)
-	}
-	res := runChild(ChildSpec{Workload: "paced", Stepping: "default", GC: GCSetting{Name: "GOGC=100", GOGC: "100"},
-		Quick: true, SampleEvery: 10 * time.Millisecond, MarkAllowance: "inf"})
-	assert.Empty(t, res.Error)
+	return res.StepperCycles()
 }
 
 // A child with a past runs its workload after the warm-up, whose pages

@@ -59,7 +59,7 @@ func TestNearestRank(t *testing.T) {
 
 func TestSteppers(t *testing.T) {
 	for _, name := range append(Steppings[:len(Steppings):len(Steppings)], "default") {
-		st, release, err := stepper(name, false)
+		st, release, err := stepper(name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -68,7 +68,7 @@ func TestSteppers(t *testing.T) {
 		}
 		release()
 	}
-	if _, _, err := stepper("nope", false); err == nil {
+	if _, _, err := stepper("nope"); err == nil {
 		t.Error("unknown policy: want an error")
 	}
 }

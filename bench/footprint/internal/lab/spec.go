@@ -47,12 +47,16 @@ var Steppings = []string{"off", "naive", "runtime"}
 //   - off: no stepper; the loop is a plain multiplexer.
 //   - naive: runtime.GC() at every idle moment, the obvious first try; it
 //     reports no more work, so the loop blocks after each cycle.
-//   - runtime: gcstep.NewRuntime with its defaults, and WithStreams(true)
-//     for a stream workload (see Workload.Stream).
+//   - runtime: gcstep.NewRuntime with its defaults, the lab's policy.
 //   - default: gcstep.NewRuntime() with no options at all, on every
 //     workload: what a user who copies the README's snippet gets. The
 //     frontier (bench/footprint -frontier) measures this one.
-func stepper(name string, stream bool, opts ...gcstep.Option) (gcstep.Stepper, func(), error) {
+//
+// runtime and default are the same stepper now that gcstep has no option
+// per workload (runtime used to add WithStreams on the streams); both
+// names stay, so that -stepping lists and child specs written for
+// either still run.
+func stepper(name string, opts ...gcstep.Option) (gcstep.Stepper, func(), error) {
 	switch name {
 	case "off":
 		return nil, func() {}, nil
@@ -61,10 +65,7 @@ func stepper(name string, stream bool, opts ...gcstep.Option) (gcstep.Stepper, f
 			runtime.GC()
 			return false
 		}), func() {}, nil
-	case "runtime":
-		rt := gcstep.NewRuntime(append(opts, gcstep.WithStreams(stream))...)
-		return rt, rt.Close, nil
-	case "default":
+	case "runtime", "default":
 		rt := gcstep.NewRuntime(opts...)
 		return rt, rt.Close, nil
 	}
@@ -92,20 +93,10 @@ type ChildSpec struct {
 	// for a run made by hand (bench/README.md, "Reading the stepper's
 	// decisions"). Only the runtime and default policies make any.
 	Decisions string `json:"decisions,omitempty"`
-	// ExchangeRate, if set, is passed to the runtime and default
-	// policies as gcstep.WithExchangeRate, for a study of what the rate
-	// buys (bench/README.md, "The exchange rate on the paced stream");
-	// 0 keeps the default.
-	ExchangeRate float64 `json:"exchange_rate,omitempty"`
-	// MarkSlack, if set, is passed to the runtime and default policies
-	// as gcstep.WithMarkSlack (bench/README.md, "A started cycle marks
-	// within its slack"); 0 keeps the default.
-	MarkSlack float64 `json:"mark_slack,omitempty"`
-	// MarkAllowance, if set, is passed to the runtime and default
-	// policies as gcstep.WithMarkAllowance, a share written as a
-	// number, or "inf" for the program's goal throughout (bench/README.md,
-	// "A mark that outstays its allowance"); "" keeps the default.
-	MarkAllowance string `json:"mark_allowance,omitempty"`
+	// Budget, if set, is passed to the runtime and default policies as
+	// gcstep.WithBudget: the share of the program's CPU time idle
+	// collection may cost, in (0, 1]; 0 keeps the default.
+	Budget float64 `json:"budget,omitempty"`
 	// MinGarbage, if set, is passed to the runtime and default policies
 	// as gcstep.WithMinGarbage, in bytes; 0 keeps the default.
 	MinGarbage uint64 `json:"min_garbage,omitempty"`

@@ -35,8 +35,8 @@ type Workload struct {
 	// after each burst.
 	RequestReply bool
 	// Stream is set for a workload whose producer does not wait for the
-	// loop: the runtime policy gets gcstep.WithStreams(true) there, as
-	// the urandom demo does.
+	// loop: the frontier runs the stepper there at GOGC=off too, where
+	// a loop idle most of the time must keep its heap bounded.
 	Stream bool
 	// Floor is set for a workload that has a floor variant: the same
 	// work making no garbage (one reused buffer, answers computed
