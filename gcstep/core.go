@@ -113,6 +113,11 @@ func newCore(e env, cfg config, hook bool) *core {
 	c.gogc = c.r.gogc
 	c.cpuAt = c.env.cpu()
 	c.releasedFor = -1 // no stretch yet
+	// The budget of the first second of CPU is there at once, so that a
+	// program that starts allocating does not pile garbage up while the
+	// first tokens trickle in: the highest pile of a run is often its
+	// first.
+	c.tokens = time.Duration(cfg.budget * float64(time.Second))
 	c.bound()          // a program with no idle moment at all is bounded too
 	return c
 }

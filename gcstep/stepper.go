@@ -7,7 +7,7 @@ import "time"
 // Step plans its work to fit in budget and reports whether more remains:
 // more is true when calling Step again right away could do useful work.
 // (Work that cannot be cut short may overrun a plan that was wrong; the
-// Runtime stepper counts such overruns and learns from them.)
+// Runtime stepper measures what its work took and learns from it.)
 // A budget of zero or less means "no work now": Step returns at once and
 // still reports more honestly, so callers can decide whether to come back.
 type Stepper interface {
@@ -15,10 +15,8 @@ type Stepper interface {
 }
 
 // A Deferred is a Stepper whose work can fall due while its caller stays
-// idle and nothing else happens: the Runtime stepper runs a cycle that an
-// idle moment priced due a little later, and empties the gap (collects
-// and returns memory to the operating system) once its loops have been
-// quiet for a while. A caller about to block with nothing to do bounds
+// idle and nothing else happens: the Runtime stepper returns memory to the
+// operating system once its loops have been quiet for a while. A caller about to block with nothing to do bounds
 // its wait by NextStep and calls Step when the wait ends; package poller
 // does this. A caller that never does simply never gets that work done.
 type Deferred interface {
@@ -30,10 +28,9 @@ type Deferred interface {
 
 // An IdleObserver is a Stepper that wants to know how much time its caller
 // spends idle: blocked, waiting for something to happen, with nothing to
-// do. The Runtime stepper earns its CPU cap from that time (see
-// WithCPUCap), so that a loop that is seldom idle gets few idle cycles
-// however often it passes an idle moment. Package poller reports the
-// duration of every wait that blocked.
+// do. Package poller reports the duration of every wait that blocked. (The
+// Runtime stepper learns what it needs from LoopObserver's reports
+// instead.)
 type IdleObserver interface {
 	Stepper
 	// Idled reports that the caller just spent d blocked with nothing to
