@@ -9,7 +9,7 @@
 // a gcstep.Work; once none has been in flight for the Work's quiet period
 // (and every event loop sharing the Runtime is quiet too), the Runtime
 // collects what the burst left and returns it, once per quiet stretch,
-// with the same policy and the same CPU cap as for its loops.
+// with the same policy and within the same CPU budget as for its loops.
 //
 //	rt := gcstep.NewRuntime() // one per process
 //	defer rt.Close()

@@ -15,10 +15,11 @@ import (
 // a streamed response (http.Flusher, http.ResponseController), hijack the
 // connection (http.Hijacker) and set deadlines. A streaming handler counts
 // as in flight until it returns, however idle the stream: while any
-// request is in flight the Runtime does not empty the gap, so wrap the
-// handlers of long-lived streams (server-sent events, long polls) apart,
-// or not at all. A hijacked connection counts until its handler returns;
-// what a goroutine does with it afterwards is not counted.
+// request is in flight the Runtime does not empty the gap, so a handler
+// of a long-lived stream (server-sent events, a long poll) should call
+// w.Pause before it waits for its peer and w.Resume after, or be wrapped
+// apart, or not at all. A hijacked connection counts until its handler
+// returns; what a goroutine does with it afterwards is not counted.
 //
 // Idle keep-alive connections need no telling (http.Server.ConnState):
 // the gap between bursts is the time with no handler running, whether

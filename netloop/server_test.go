@@ -364,7 +364,10 @@ func TestSharedRuntime(t *testing.T) {
 	// policy. What the server owes it: every loop reports through its
 	// own handle, so once they are all quiet the Runtime empties the gap,
 	// from a step one of the loops takes at its NextStep.
-	eventually(t, func() bool { return rt.Stats().Releases > 0 }, "the quiet loops never let the Runtime release")
+	if !assert.Eventually(t, func() bool { return rt.Stats().Releases > 0 }, timeout, time.Millisecond,
+		"the quiet loops never let the Runtime release") {
+		t.Fatalf("stepper: %+v", rt.Stats())
+	}
 	st := srv.Stats()
 	steps := uint64(0)
 	for i, ls := range st.Loops {

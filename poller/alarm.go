@@ -15,12 +15,13 @@ import (
 // Mux parks its waits in Go's netpoller (park_linux.go), where a finite
 // timeout is a read deadline, and setting one moves a runtime timer at
 // every wait. Goroutines that bounce work between them wait hundreds of
-// times a millisecond, each time with a bound about a quiet period (tens
-// of milliseconds) away, and the timer moved for every wait cost them
-// about a tenth of a round trip (bench/README.md). The alarm is one timer
-// for the whole Mux instead: a wait arms it only if it would not fire in
-// time, and it asks NextStep again when it fires, so in a busy program it
-// fires about once per quiet period and finds the work not due yet.
+// times a millisecond, each time with a bound about a quiet period (a
+// tenth of a second, by default) away, and the timer moved for every
+// wait cost them about a tenth of a round trip (bench/README.md). The
+// alarm is one timer for the whole Mux instead: a wait arms it only if it
+// would not fire in time, and it asks NextStep again when it fires, so in
+// a busy program it fires about once per quiet period and finds the work
+// not due yet.
 //
 // When it fires, the alarm takes the lock as any goroutine sharing it
 // does (waiting behind the holder, if there is one) and does what a wait

@@ -18,9 +18,10 @@
 // plain multiplexer; without a lock nobody is ever waiting. A stepper that
 // is a gcstep.Deferred bounds how long a wait may block (its NextStep; a
 // Mux with a lock keeps a timer for that work instead: see Mux); one
-// that is a gcstep.IdleObserver is told how long each blocking wait took
-// (the caller's idle time, from which gcstep's runtime stepper earns its
-// CPU cap; Stats.BlockedTime adds them up).
+// that is a gcstep.LoopObserver or a gcstep.IdleObserver is told how long
+// each blocking wait took (the caller's idle time, from which gcstep's
+// runtime stepper learns the gaps a cycle must fit; Stats.BlockedTime adds
+// them up).
 //
 // Backends: epoll (Linux, the default there; a wait with a deadline is
 // epoll_pwait2(2), whose timeout keeps nanoseconds, where the kernel has

@@ -59,7 +59,7 @@ func (d *idler) once(last *atomic.Int64, now int64) bool {
 // so it delays the deadline (a call's timeout, a Loop's next timer) by
 // about one budget; a step that overruns (a collection dearer than
 // estimated cannot be cut short) delays it by the overrun, which the
-// runtime stepper counts and learns from. Every step is followed by a
+// runtime stepper learns its prices from. Every step is followed by a
 // zero-timeout poll, which keeps the lock. Once the stepper reports no
 // more work, somebody waits for the lock, or less than a budget is left,
 // wait blocks with the lock released.

@@ -301,10 +301,10 @@ func soak(t *testing.T, b poller.Backend, d time.Duration, n int) {
 	assert.Equal(t, ls.Steps, ss.Steps, "steps counted by the loop and by the stepper")
 	t.Logf("%v on %v: %d streams, %d bytes moved (%.1f MB/s), %d streams lost bytes; "+
 		"loop: %d events, %d steps (%v), %d timers, %d wakeups, %d restarts, %d spurious; "+
-		"stepper: %d inline and %d background cycles; RSS first %.1f MB, peak %.1f MB; "+
+		"stepper: %d cycles, %d releases; RSS first %.1f MB, peak %.1f MB; "+
 		"goroutines %d before, %d after; fds %d before, %d after; %d ticks",
 		d, b, len(streams), moved, float64(moved)/d.Seconds()/1e6, lost,
 		ls.Events, ls.Steps, ls.StepTime, ls.Timers, ls.Wakeups, ls.Restarts, ls.Spurious,
-		ss.CyclesInline, ss.CyclesBackground, float64(first)/1e6, float64(peak)/1e6,
+		ss.CyclesInline, ss.Releases, float64(first)/1e6, float64(peak)/1e6,
 		goroutinesBefore, goroutinesAfter, fdsBefore, fdsAfter, ticks)
 }

@@ -15,7 +15,8 @@ type Stats struct {
 	// released the lock, if there is one. EINTR restarts are not counted
 	// again. BlockedTime is the wall time they took together, not counting
 	// the time spent getting the lock back: the caller's idle time, which
-	// is also reported to a stepper that is a gcstep.IdleObserver.
+	// is also reported to a stepper that is a gcstep.LoopObserver or a
+	// gcstep.IdleObserver.
 	BlockingPolls uint64
 	BlockedTime   time.Duration
 	// Parked counts the waits that parked the goroutine in Go's netpoller
