@@ -368,8 +368,7 @@ func benchReqResp(b *testing.B, shape reqShape, step string) {
 	b.ReportMetric(rss[len(rss)/2], "rss-after-MiB")
 	if s.rt != nil {
 		b.ReportMetric(float64(st.CyclesInline), "inline")
-		b.ReportMetric(float64(st.CyclesBackground), "background")
-		b.ReportMetric(float64(st.QuietPeriods), "quiet")
+		b.ReportMetric(float64(st.Releases), "releases")
 		b.ReportMetric(float64(st.StepsDelayedWork), "delayed-steps")
 	}
 }

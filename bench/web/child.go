@@ -120,7 +120,6 @@ type webStats struct {
 	GCCycles     uint64 `json:"gc_cycles"`
 	Releases     uint64 `json:"releases"`
 	CyclesInline uint64 `json:"cycles_inline"`
-	CyclesBG     uint64 `json:"cycles_background"`
 }
 
 func (s *server) stats() (webStats, error) {

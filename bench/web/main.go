@@ -205,7 +205,7 @@ type burst struct {
 	Cycles   uint64 `json:"cycles"`
 	Releases uint64 `json:"releases"`
 	// ReleasesInBurst and CyclesOurs are the stepper's releases and the
-	// cycles it ran or started from the burst's start to its end.
+	// cycles it ran from the burst's start to its end.
 	ReleasesInBurst uint64 `json:"releases_in_burst"`
 	CyclesOurs      uint64 `json:"cycles_ours"`
 }
@@ -280,7 +280,7 @@ func runSession(ctx context.Context, o *options, c config, gap time.Duration, n 
 		if err != nil {
 			return s, err
 		}
-		b.CyclesOurs = during.CyclesInline + during.CyclesBG - prev.CyclesInline - prev.CyclesBG
+		b.CyclesOurs = during.CyclesInline - prev.CyclesInline
 		b.ReleasesInBurst = during.Releases - prev.Releases
 		for i, at := range afterTimes {
 			b.After[i] = -1

@@ -83,8 +83,8 @@ func main() {
 	summary := fmt.Sprintf("kv: %d connections, %d requests", st.Accepted, store.Commands())
 	if rt != nil {
 		gs := rt.Stats()
-		summary += fmt.Sprintf(", stepper: %d inline and %d background cycles, %d releases, %v stepping",
-			gs.CyclesInline, gs.CyclesBackground, gs.Releases, gs.StepTime.Round(time.Millisecond))
+		summary += fmt.Sprintf(", stepper: %d cycles, %d releases, %v stepping, %d looks declined for the budget",
+			gs.CyclesInline, gs.Releases, gs.StepTime.Round(time.Millisecond), gs.DeclinedBudget)
 	}
 	fmt.Println(summary)
 }

@@ -101,7 +101,7 @@ func TestSession(t *testing.T) {
 	assert.Equal(t, "+OK\r\n", string(rest))
 
 	summary := stop(unix.SIGTERM)
-	assert.Regexp(t, `^kv: 1 connections, 6 requests, stepper: \d+ inline and \d+ background cycles, \d+ releases, \S+ stepping\n$`, summary)
+	assert.Regexp(t, `^kv: 1 connections, 6 requests, stepper: \d+ cycles, \d+ releases, \S+ stepping, \d+ looks declined for the budget\n$`, summary)
 }
 
 func TestRedisTools(t *testing.T) {

@@ -101,13 +101,13 @@
 // GOGC, peak RSS (and its ratio to the off mode's with the same
 // GOMAXPROCS), wall time (and its ratio), CPU time (user and system, the
 // whole process), GC cycles (all of them, the runtime's and the
-// stepper's), stepper (of those, how many the idle mode's stepper ran or
-// started), idle steps taken by the loop, bytes read, and whether the
-// digests matched. The best-GOGC table that follows has, for each
-// GOMAXPROCS, the off loop at each -frontier setting and the idle mode,
-// with ratios to the idle mode, whether each setting costs no more CPU
-// than the idle mode (within 10 %), and the best of those marked; a line
-// per GOMAXPROCS says it in words.
+// stepper's), stepper (of those, how many the idle mode's stepper ran),
+// idle steps taken by the loop, bytes read, and whether the digests
+// matched. The best-GOGC table that follows has, for each GOMAXPROCS,
+// the off loop at each -frontier setting and the idle mode, with ratios
+// to the idle mode, whether each setting costs no more CPU than the idle
+// mode (within 10 %), and the best of those marked; a line per
+// GOMAXPROCS says it in words.
 //
 // With more than one -gogc value or -busy level, a last table puts them
 // side by side: a row per GOGC, GOMAXPROCS and level, with the share of

@@ -88,7 +88,7 @@ func measure(j job, progress io.Writer, label string) (result, error) {
 	got := d.sum()
 	var stepped uint64
 	if ls.stepper != nil {
-		stepped = ls.stepper.CyclesInline + ls.stepper.CyclesBackground
+		stepped = ls.stepper.CyclesInline
 	}
 	return result{
 		Mode:           j.mode,

@@ -21,7 +21,7 @@ type result struct {
 	CPUSeconds     float64 `json:"cpu_seconds"` // user and system, the whole process
 	GCCycles       uint64  `json:"gc_cycles"`
 	ForcedGCCycles uint64  `json:"forced_gc_cycles"`  // started by runtime.GC
-	StepperCycles  uint64  `json:"stepper_gc_cycles"` // run inline or started by the idle stepper
+	StepperCycles  uint64  `json:"stepper_gc_cycles"` // run by the idle stepper
 	IdleSteps      uint64  `json:"idle_steps"`        // Step calls by the loop
 	Bytes          int64   `json:"bytes"`             // bytes read
 	DigestOK       bool    `json:"digest_ok"`
@@ -40,9 +40,9 @@ type result struct {
 	// blocking polls, events, steps, system calls).
 	Loop *poller.Stats `json:"loop,omitempty"`
 
-	// Stepper is the idle mode's account from gcstep (cycles run inline or
-	// in the background, declined, time spent), for whoever tunes the
-	// policy; durations are in nanoseconds.
+	// Stepper is the idle mode's account from gcstep (cycles run, looks
+	// declined, the budget earned and charged, time spent), for whoever
+	// tunes the policy; durations are in nanoseconds.
 	Stepper *gcstep.Stats `json:"stepper,omitempty"`
 }
 

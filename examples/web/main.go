@@ -7,9 +7,10 @@
 // GET /items?n=N returns a JSON array of N generated records (an id, a
 // name, a few tags), encoded with encoding/json: the allocation a real
 // listing handler makes. GET /stats reports what the collector and the
-// stepper did (cycles, releases), for benchmarks. With -stepper on (the default) the requests are
-// counted on a gcstep.Work, and the Runtime empties the gap after each
-// burst; with -stepper off it is a plain net/http server.
+// stepper did (cycles, releases), for benchmarks. With -stepper on (the
+// default) the requests are counted on a gcstep.Work, and the Runtime
+// empties the gap after each burst, as far as its CPU budget pays for it;
+// with -stepper off it is a plain net/http server.
 //
 // SIGINT or SIGTERM shut it down gracefully (requests in flight finish,
 // for up to five seconds) and it prints a one-line summary.
@@ -140,8 +141,8 @@ func summary(served uint64, up time.Duration, rt *gcstep.Runtime) string {
 		return s + ", stepper off"
 	}
 	st := rt.Stats()
-	return s + fmt.Sprintf(", stepper on: %d releases returned %.1f MiB in %v",
-		st.Releases, float64(st.ReleasedBytes)/(1<<20), st.ReleaseTime.Round(time.Millisecond))
+	return s + fmt.Sprintf(", stepper on: %d releases returned %.1f MiB, costing %v of a budget of %v",
+		st.Releases, float64(st.ReleasedBytes)/(1<<20), st.Charged.Round(time.Microsecond), st.Earned.Round(time.Microsecond))
 }
 
 func gcCycles() uint64 {

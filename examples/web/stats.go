@@ -12,11 +12,9 @@ import (
 type stats struct {
 	GCCycles      uint64 `json:"gc_cycles"`
 	Stepper       bool   `json:"stepper"`
-	QuietPeriods  uint64 `json:"quiet_periods"`
 	Releases      uint64 `json:"releases"`
 	ReleasedBytes uint64 `json:"released_bytes"`
 	CyclesInline  uint64 `json:"cycles_inline"`
-	CyclesStarted uint64 `json:"cycles_background"`
 }
 
 // statsHandler serves GET /stats; rt is nil with the stepper off.
@@ -25,8 +23,7 @@ func statsHandler(rt *gcstep.Runtime) http.HandlerFunc {
 		s := stats{GCCycles: gcCycles(), Stepper: rt != nil}
 		if rt != nil {
 			st := rt.Stats()
-			s.QuietPeriods, s.Releases, s.ReleasedBytes = st.QuietPeriods, st.Releases, st.ReleasedBytes
-			s.CyclesInline, s.CyclesStarted = st.CyclesInline, st.CyclesBackground
+			s.Releases, s.ReleasedBytes, s.CyclesInline = st.Releases, st.ReleasedBytes, st.CyclesInline
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(s)

@@ -51,7 +51,7 @@ func main() {
 	extra := []string{fmt.Sprintf("accepted=%d", st.Accepted), fmt.Sprintf("pauses=%d", st.Pauses)}
 	if rt != nil {
 		gs := rt.Stats()
-		extra = append(extra, fmt.Sprintf("inline=%d", gs.CyclesInline), fmt.Sprintf("background=%d", gs.CyclesBackground), fmt.Sprintf("mark-goals=%d", gs.MarkGoals), fmt.Sprintf("mark-waits=%d", gs.MarkWaits),
+		extra = append(extra, fmt.Sprintf("inline=%d", gs.CyclesInline), fmt.Sprintf("declined-budget=%d", gs.DeclinedBudget),
 			fmt.Sprintf("releases=%d", gs.Releases), fmt.Sprintf("step-ms=%d", gs.StepTime.Milliseconds()))
 	}
 	serve.Exit(store.Commands(), len(st.Loops), extra...)
