@@ -26,6 +26,7 @@ type core struct {
 	seen   uint64        // the cycle count at the last look
 	ours   uint64        // cycles of ours not yet seen complete
 	cpuAt  time.Duration // the process's CPU time when tokens were last earned
+	earnAt time.Duration // and the time
 	tokens time.Duration // the budget left
 	cost   ewma          // what a cycle that holds the loop costs the process
 	// bg is a cycle of ours still marking when its step returned: it is
@@ -111,13 +112,8 @@ func newCore(e env, cfg config, hook bool) *core {
 	c.env.read(&c.r)
 	c.base, c.seen, c.releasedAt, c.prevSeen = c.r.allocs, c.r.cycles, c.r.allocs, c.r.allocs
 	c.gogc = c.r.gogc
-	c.cpuAt = c.env.cpu()
+	c.cpuAt, c.earnAt = c.env.cpu(), c.env.now()
 	c.releasedFor = -1 // no stretch yet
-	// The budget of the first second of CPU is there at once, so that a
-	// program that starts allocating does not pile garbage up while the
-	// first tokens trickle in: the highest pile of a run is often its
-	// first.
-	c.tokens = time.Duration(cfg.budget * float64(time.Second))
 	c.bound()          // a program with no idle moment at all is bounded too
 	return c
 }
@@ -286,8 +282,16 @@ ended:
 		c.armed.Store(true)
 	}
 	cpu := c.env.cpu()
-	earned := time.Duration(c.cfg.budget * float64(cpu-c.cpuAt))
-	c.cpuAt = cpu
+	// Tokens come from the program's CPU time, and while the process is
+	// quiet from wall time as if it used one CPU: that pays for returning
+	// the memory once a stretch, as the scavenger would return it slowly
+	// at its own 1 % of a CPU, however little the burst before it took.
+	spent := cpu - c.cpuAt
+	if from, quiet := c.quiet(now); quiet && c.cfg.releaseDelay > 0 {
+		spent = max(spent, now-max(c.earnAt, time.Duration(from)))
+	}
+	earned := time.Duration(c.cfg.budget * float64(spent))
+	c.cpuAt, c.earnAt = cpu, now
 	c.stats.Earned += earned
 	c.tokens = min(c.tokens+earned, time.Duration(c.cfg.budget*float64(budgetWindow)))
 	c.repair()
@@ -431,26 +435,30 @@ func (c *core) quiet(now time.Duration) (from int64, quiet bool) {
 	return from, int64(now)-from >= int64(c.cfg.releaseDelay)
 }
 
-// releaseDue is Loop.NextStep: how long until a release falls due.
+// releaseDue is Loop.NextStep: how long until a release falls due: the
+// end of the quiet period, or later if the budget must earn its price
+// first (at the budget's share of the quiet's wall time).
 func (c *core) releaseDue() (time.Duration, bool) {
 	if c.cfg.releaseDelay == 0 || !c.armed.Load() || c.closed.Load() {
 		return 0, false
 	}
 	if !c.mu.TryLock() {
-		return 0, false // a step runs: it looks for itself
+		return lookEvery, true // a step runs: ask again in a moment
 	}
 	defer c.mu.Unlock()
-	if c.releasing {
-		return 0, false
-	}
-	if c.anyInFlight() {
+	if c.releasing || c.anyInFlight() {
 		return 0, false // the End that leaves nothing in flight arms its own timer
 	}
-	from, _ := c.quiet(c.env.now())
+	now := c.env.now()
+	from, _ := c.quiet(now)
 	if from == c.releasedFor {
 		return 0, false
 	}
-	return max(time.Duration(from)+c.cfg.releaseDelay-c.env.now(), 0), true
+	d := time.Duration(from) + c.cfg.releaseDelay - now
+	if short := c.relCost.v - c.tokens; short > 0 {
+		d = max(d, time.Duration(float64(short)/c.cfg.budget))
+	}
+	return max(d, 0), true
 }
 
 func (c *core) anyInFlight() bool {

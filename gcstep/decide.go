@@ -144,7 +144,7 @@ func (o Outcome) String() string {
 // that found garbage enough to collect, or a quiet process to release,
 // to the program.
 type Decision struct {
-	At      time.Duration // when, since the Runtime was made
+	At      time.Duration // when, since the process's first open Runtime was made
 	Budget  time.Duration // the step's budget; 0 for a look that may not act
 	Outcome Outcome
 

@@ -453,3 +453,40 @@ func stressOnce(t *testing.T, gogc int, limit int64, n int) {
 		t.Errorf("GOGC=%d limit %d, %d Runtimes: memory limit after the last Close: got %d", gogc, limit, n, got)
 	}
 }
+
+// TestDeclinedReleaseWaitsForItsPrice: a release the budget cannot pay
+// yet is not looked for again at every idle moment: NextStep says when
+// the quiet will have earned it, the Work's timer waits as long, and the
+// release comes then.
+func TestDeclinedReleaseWaitsForItsPrice(t *testing.T) {
+	f := newFake(profiles[4]) // releases of 6 ms
+	rt := newRuntimeEnv(f.env())
+	defer rt.Close()
+	w, ft := fakeWork(rt)
+	defer w.Close()
+
+	for round := 1; round <= 2; round++ {
+		w.Begin()
+		f.cpu += 10 * ms // a short burst: 0.3 ms of budget
+		f.alloc(8 << 20)
+		f.now += 10 * ms
+		w.End()
+		f.now += DefaultReleaseDelay
+		ft.fire()
+		f.run()
+		if round == 1 {
+			equal(t, "the first release, its price unknown", rt.Stats().Releases, uint64(1))
+			continue
+		}
+		equal(t, "releases before the quiet earned the price", rt.Stats().Releases, uint64(1))
+		d, ok := rt.NextStep()
+		mustEqual(t, "a release due", ok, true)
+		check(t, d >= 100*ms, "NextStep says %v: a loop would wake to look again before the price is earned", d)
+		mustEqual(t, "the Work's timer still armed", ft.armed, true)
+		check(t, ft.d >= 100*ms, "the Work's timer armed for %v", ft.d)
+		f.now += ft.d
+		ft.fire()
+		f.run()
+		equal(t, "releases once the quiet earned the price", rt.Stats().Releases, uint64(2))
+	}
+}

@@ -149,6 +149,10 @@ func (w *Work) fire() {
 			return
 		}
 		w.c.step(nil, workBudget)
+		if d, ok := w.c.releaseDue(); ok && w.n.Load() == 0 {
+			w.t.Reset(max(d, lookEvery)) // the budget is still earning its price
+			return
+		}
 	}
 	w.disarm()
 	// An End may have come between the look and the disarm and found
