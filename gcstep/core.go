@@ -347,6 +347,7 @@ func (c *core) collect(wait time.Duration, s snapshot) {
 	started, ended := c.env.collect(wait)
 	t1 := c.env.now()
 	if !started {
+		c.stats.DeclinedSweep++
 		return
 	}
 	c.ours++
@@ -366,6 +367,14 @@ func (c *core) collect(wait time.Duration, s snapshot) {
 		return
 	}
 	if ended {
+		// The cycle ended just now: the garbage counts from here, not
+		// from the next look, a millisecond of allocation later.
+		c.env.read(&c.r)
+		if c.r.cycles != c.seen {
+			c.ours--
+			c.seen, c.base = c.r.cycles, c.r.allocs
+			c.stats.LiveAfterCycle = c.r.live
+		}
 		// The collector's CPU, as the runtime counts it: its workers and
 		// assists, and its pauses times GOMAXPROCS. The delay to the
 		// loop's work, if any, comes with the loop's report (delayed).
