@@ -49,11 +49,14 @@ type core struct {
 	releasing   bool
 	releasedAt  uint64 // allocs when the last release ended
 	releasedFor int64  // the quiet stretch the last release was for (its start, ns)
+	quietFrom   int64  // the start of the quiet stretch the last snapshot found
 
 	nextLook atomic.Int64 // Lull says no before this (env.now, ns)
-	armed    atomic.Bool  // allocated enough since the last release for another
-	closed   atomic.Bool
-	wg       sync.WaitGroup // the release goroutine
+	// wallV and wallT are wall's price and when it was learned, for Lull,
+	// which reads them without mu.
+	wallV, wallT atomic.Int64
+	closed       atomic.Bool
+	wg           sync.WaitGroup // the release goroutine
 
 	hook    bool   // arm a finalizer after every cycle while the bound is on
 	hooked  bool   // one is armed
@@ -113,8 +116,9 @@ func newCore(e env, cfg config, hook bool) *core {
 	c.base, c.seen, c.releasedAt, c.prevSeen = c.r.allocs, c.r.cycles, c.r.allocs, c.r.allocs
 	c.gogc = c.r.gogc
 	c.cpuAt, c.earnAt = c.env.cpu(), c.env.now()
-	c.releasedFor = -1 // no stretch yet
-	c.bound()          // a program with no idle moment at all is bounded too
+	// releasedFor 0: a process that has done nothing since the Runtime
+	// was made has no quiet stretch to release (from is 0 there).
+	c.bound() // a program with no idle moment at all is bounded too
 	return c
 }
 
@@ -231,6 +235,9 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 			(*f)(d)
 		}
 	}
+	if s.quiet && out == OutcomeNone {
+		c.releasedFor = c.quietFrom // nothing to release this stretch: no more wakes for it
+	}
 	switch out {
 	case OutcomeBudget:
 		c.stats.DeclinedBudget++
@@ -278,9 +285,13 @@ ended:
 		l.lastWork.Store(int64(now)) // a caller that reports nothing: allocation is its activity
 	}
 	c.prevSeen = r.allocs
-	if r.allocs-c.releasedAt >= c.cfg.minGarbage {
-		c.armed.Store(true)
-	}
+	c.earn(now)
+	c.repair()
+	c.bound()
+}
+
+// earn brings the budget up to now. Called with mu held.
+func (c *core) earn(now time.Duration) {
 	cpu := c.env.cpu()
 	// Tokens come from the program's CPU time, and while the process is
 	// quiet from wall time as if it used one CPU: that pays for returning
@@ -294,8 +305,6 @@ ended:
 	c.cpuAt, c.earnAt = cpu, now
 	c.stats.Earned += earned
 	c.tokens = min(c.tokens+earned, time.Duration(c.cfg.budget*float64(budgetWindow)))
-	c.repair()
-	c.bound()
 }
 
 // repair puts back the program's GOGC where a save-and-restore of the
@@ -332,6 +341,7 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 		if from, quiet := c.quiet(now); quiet && from != c.releasedFor {
 			s.quiet = true
 			s.armed = r.allocs - c.releasedAt
+			c.quietFrom = from
 		}
 	}
 	return s
@@ -392,17 +402,27 @@ func (c *core) collect(wait time.Duration, s snapshot) {
 	c.bg.garbage, c.bg.pile = s.garbage, s.pile
 }
 
+// wallAt is wall.at(now), from the atomics.
+func (c *core) wallAt(now time.Duration) time.Duration {
+	e := ewma{v: time.Duration(c.wallV.Load()), n: 1, last: time.Duration(c.wallT.Load())}
+	if e.v == 0 {
+		return 0
+	}
+	return e.at(now)
+}
+
 func (c *core) pay(d time.Duration) {
 	c.tokens -= d
 	c.stats.Charged += d
 	c.stats.CycleCost, c.stats.CycleWall = c.cost.v, c.wall.v
+	c.wallV.Store(int64(c.wall.v))
+	c.wallT.Store(int64(c.wall.last))
 }
 
 // release starts the release of a quiet stretch on a goroutine of its own.
 func (c *core) release() {
 	from, _ := c.quiet(c.env.now())
 	c.releasing, c.releasedFor = true, from
-	c.armed.Store(false)
 	before := c.r.released
 	c.wg.Add(1)
 	c.env.spawn(func() {
@@ -424,7 +444,6 @@ func (c *core) release() {
 			c.stats.ReleasedBytes += c.r.released - before
 		}
 		c.releasing, c.releasedAt = false, c.r.allocs
-		c.armed.Store(false)
 	})
 }
 
@@ -448,7 +467,7 @@ func (c *core) quiet(now time.Duration) (from int64, quiet bool) {
 // end of the quiet period, or later if the budget must earn its price
 // first (at the budget's share of the quiet's wall time).
 func (c *core) releaseDue() (time.Duration, bool) {
-	if c.cfg.releaseDelay == 0 || !c.armed.Load() || c.closed.Load() {
+	if c.cfg.releaseDelay == 0 || c.closed.Load() {
 		return 0, false
 	}
 	if !c.mu.TryLock() {

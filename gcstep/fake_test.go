@@ -71,7 +71,7 @@ func newFake(p profile) *fake {
 	if p.procs == 0 {
 		p.procs = 2
 	}
-	return &fake{p: p, rng: rand.New(rand.NewPCG(1, 2)), gogc: 100, limit: noLimit, live: 256 << 10, procs: p.procs, cycles: 1}
+	return &fake{now: time.Second, p: p, rng: rand.New(rand.NewPCG(1, 2)), gogc: 100, limit: noLimit, live: 256 << 10, procs: p.procs, cycles: 1}
 }
 
 func (f *fake) env() env {

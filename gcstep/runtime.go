@@ -141,6 +141,7 @@ func (rt *Runtime) own(detach func()) bool {
 func (rt *Runtime) Stats() Stats {
 	rt.c.mu.Lock()
 	defer rt.c.mu.Unlock()
+	rt.c.earn(rt.c.env.now())
 	return rt.c.stats
 }
 
@@ -223,6 +224,7 @@ type Loop struct {
 	c        *core
 	lastWork atomic.Int64 // env.now in ns when the loop last had work; 0: never
 	observed atomic.Bool  // the loop reports (Lull, Waited): activity is what it says
+	worked   atomic.Bool  // the loop had work since the last Lull
 	closed   atomic.Bool
 
 	mu   sync.Mutex // guards gaps and n
@@ -239,15 +241,28 @@ const gapRing = 8
 func (l *Loop) Step(budget time.Duration) bool { return l.c.step(l, budget) }
 
 // Lull implements LoopObserver. It is asked at the first idle moment
-// after the loop did work, which it records as the end of that work, and
+// after the loop did work, which it records as the end of that work (if
+// the loop reported work since: Waited or Stepped), and
 // says whether a step could do anything: false for a millisecond after
 // a look, so that a busy loop reads the heap at most a thousand times a
-// second.
+// second, and false while a cycle would not fit the loop's gaps.
 func (l *Loop) Lull() bool {
 	now := l.c.env.now()
 	l.observed.Store(true)
-	l.lastWork.Store(int64(now))
-	return !l.closed.Load() && int64(now) >= l.c.nextLook.Load()
+	if l.worked.Swap(false) {
+		l.lastWork.Store(int64(now)) // the end of the work
+	}
+	if l.closed.Load() || int64(now) < l.c.nextLook.Load() {
+		return false
+	}
+	// A cycle that would not fit the loop's gap is not run (see decide):
+	// no look, and no zero-timeout poll for it, in a burst's lulls.
+	if w := l.c.wallAt(now); w > 0 && l.c.env.procs() > 1 {
+		if g := l.gap(); g > 0 && w > g {
+			return false
+		}
+	}
+	return true
 }
 
 // Waited implements LoopObserver: a blocking wait of d ended with work
@@ -258,6 +273,7 @@ func (l *Loop) Waited(d time.Duration, work bool) {
 		return
 	}
 	l.lastWork.Store(int64(l.c.env.now()))
+	l.worked.Store(true)
 	l.mu.Lock()
 	l.gaps[l.n%gapRing] = d
 	l.n++
@@ -271,6 +287,7 @@ func (l *Loop) Stepped(d time.Duration, work bool) {
 		return
 	}
 	l.lastWork.Store(int64(l.c.env.now()))
+	l.worked.Store(true)
 	l.c.delayed(d)
 }
 

@@ -64,7 +64,8 @@ func simulate(t *testing.T, p profile, tr trace, gogc int, stepper bool, opts ..
 		rt = newRuntimeEnv(f.env(), opts...)
 		defer rt.Close()
 	}
-	next := time.Duration(0)
+	next := f.now
+	start := f.now
 	for i := range tr.events {
 		next += tr.every(i)
 		if f.now < next {
@@ -106,7 +107,7 @@ func simulate(t *testing.T, p profile, tr trace, gogc int, stepper bool, opts ..
 		}
 	}
 	f.step(end)
-	res := simResult{avg: f.heapSum / float64(next), peak: f.peak, cpu: f.cpu, wall: f.now, ours: f.ours, gapEnd: f.live + f.allocs - f.base}
+	res := simResult{avg: f.heapSum / float64(next-start), peak: f.peak, cpu: f.cpu, wall: f.now, ours: f.ours, gapEnd: f.live + f.allocs - f.base}
 	if rt != nil {
 		res.stats = rt.Stats()
 	}

@@ -62,7 +62,6 @@ func (rt *Runtime) Work() *Work {
 func (rt *Runtime) newWork(after func(f func()) timer) *Work {
 	w := &Work{c: rt.c}
 	w.t = after(w.fire)
-	w.end.Store(int64(rt.c.env.now()))
 	if !rt.own(w.Close) {
 		w.closed.Store(true)
 		return w
