@@ -385,14 +385,14 @@ func (c *core) collect(wait time.Duration, s snapshot) {
 			c.seen, c.base = c.r.cycles, c.r.allocs
 			c.stats.LiveAfterCycle = c.r.live
 		}
-		// The collector's CPU, as the runtime counts it: its workers and
-		// assists, and its pauses times GOMAXPROCS. The delay to the
-		// loop's work, if any, comes with the loop's report (delayed).
-		// Not the process's CPU during the hold: that counts the rest of
-		// the program, which runs there as it would have anyway (with
-		// one P, 2-7 times the collector's, measured on the urandom
-		// stream).
-		cost := c.env.gcCPU() - g0
+		// The collector's CPU as the runtime counts it (its workers and
+		// assists, its pauses times GOMAXPROCS), or the time the loop's
+		// P spent on the cycle if longer: with one P the hold is P time
+		// the program did not get (measured on the urandom stream with
+		// one P, the collector's CPU counted a third of what the cycles
+		// cost the wall). The delay to the loop's work, with more than
+		// one P, comes with the loop's report (delayed).
+		cost := max(c.env.gcCPU()-g0, t1-t0)
 		c.cost.learn(cost, t1)
 		c.wall.learn(t1-t0, t1)
 		c.pay(charge(cost, s.garbage, s.pile))
