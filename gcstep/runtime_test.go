@@ -101,6 +101,7 @@ func TestWorkPausedIsQuiet(t *testing.T) {
 	f.alloc(8 << 20)
 	w.Pause()
 	equal(t, "in flight while paused", w.InFlight(), 1)
+	equal(t, "paused", w.Paused(), 1)
 	f.now += 2 * DefaultReleaseDelay
 	ft.fire()
 	f.run()

@@ -122,6 +122,9 @@ func (w *Work) Resume() {
 // not.
 func (w *Work) InFlight() int { return int(w.n.Load() + w.paused.Load()) }
 
+// Paused reports how much of the work in flight is paused.
+func (w *Work) Paused() int { return int(w.paused.Load()) }
+
 // fell records that nothing unpaused is in flight, and arms the timer.
 func (w *Work) fell() {
 	if w.closed.Load() {
