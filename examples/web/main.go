@@ -10,7 +10,9 @@
 // stepper did (cycles, releases), for benchmarks. With -stepper on (the
 // default) the requests are counted on a gcstep.Work, and the Runtime
 // empties the gap after each burst, as far as its CPU budget pays for it;
-// with -stepper off it is a plain net/http server.
+// GET /debug/vars then serves expvar's variables, among them "gcstep",
+// all of the stepper's Stats (gcstep.Runtime.Var). With -stepper off it
+// is a plain net/http server.
 //
 // SIGINT or SIGTERM shut it down gracefully (requests in flight finish,
 // for up to five seconds) and it prints a one-line summary.
@@ -18,7 +20,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"expvar"
 	"flag"
 	"fmt"
 	"io"
@@ -27,6 +31,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/metrics"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -97,8 +102,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.stepper {
 		rt = gcstep.NewRuntime()
 	}
-	h := http.Handler(newMux(&served, rt))
+	mux := newMux(&served, rt)
+	h := http.Handler(mux)
 	if rt != nil {
+		publish(rt)
+		mux.Handle("GET /debug/vars", expvar.Handler())
 		work = rt.Work()
 		h = httpidle.Handler(work, h)
 	}
@@ -129,6 +137,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, summary(served.Load(), time.Since(start), rt))
 	return code
+}
+
+// published is the Runtime whose Stats /debug/vars shows as "gcstep".
+// A program publishes rt.Var() once, in main; but expvar's names are
+// process-wide (a second Publish of one panics) and the tests call run
+// more than once in a process, so the name is published once, over
+// whichever Runtime run serves with.
+var published struct {
+	once sync.Once
+	rt   atomic.Pointer[gcstep.Runtime]
+}
+
+// publish shows rt's Stats at /debug/vars as "gcstep".
+func publish(rt *gcstep.Runtime) {
+	published.rt.Store(rt)
+	published.once.Do(func() {
+		expvar.Publish("gcstep", expvar.Func(func() any {
+			return json.RawMessage(published.rt.Load().Var().String())
+		}))
+	})
 }
 
 // summary is the line printed at exit.

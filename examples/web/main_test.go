@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -159,6 +161,25 @@ func TestRunServesAndShutsDown(t *testing.T) {
 			assert.NoError(t, json.NewDecoder(resp.Body).Decode(&items))
 			resp.Body.Close()
 			assert.Len(t, items, 100)
+
+			// With the stepper on, /debug/vars has its Stats under "gcstep".
+			resp, err = cl.Get(url + "/debug/vars")
+			require.NoError(t, err)
+			var vars map[string]json.RawMessage
+			if stepper == "on" {
+				assert.Equal(t, http.StatusOK, resp.StatusCode)
+				assert.NoError(t, json.NewDecoder(resp.Body).Decode(&vars))
+				var st map[string]any
+				raw, ok := vars["gcstep"]
+				if assert.True(t, ok, "/debug/vars has %v, no gcstep", slices.Sorted(maps.Keys(vars))) &&
+					assert.NoError(t, json.Unmarshal(raw, &st)) {
+					assert.Contains(t, st, "releases")
+					assert.Contains(t, st, "earned_seconds")
+				}
+			} else {
+				assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+			}
+			resp.Body.Close()
 			tr.CloseIdleConnections()
 
 			stop()
