@@ -2,7 +2,6 @@ package gcstep
 
 import (
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -104,6 +103,3 @@ func WithDecisions(f func(Decision)) Option {
 // seconds is paid for by the burst, short enough that what a long quiet
 // run saves cannot be spent at once.
 const budgetWindow = 10 * time.Second
-
-// noFloat guards ratios against NaN.
-func noFloat(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
