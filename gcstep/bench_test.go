@@ -1,0 +1,51 @@
+package gcstep
+
+import (
+	"sync/atomic"
+	"testing"
+)
+
+// BenchmarkWorkBeginEnd is what a request pays on the way in and out of
+// httpidle.Handler, from as many goroutines as GOMAXPROCS, against the
+// naive baseline: one atomic counter.
+func BenchmarkWorkBeginEnd(b *testing.B) {
+	b.Run("work", func(b *testing.B) {
+		rt := NewRuntime()
+		defer rt.Close()
+		w := rt.Work()
+		defer w.Close()
+		w.Begin() // something stays in flight: no timer is armed per End
+		defer w.End()
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				w.Begin()
+				w.End()
+			}
+		})
+	})
+	b.Run("atomic", func(b *testing.B) {
+		var n atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				n.Add(1)
+				n.Add(-1)
+			}
+		})
+	})
+}
+
+// BenchmarkLull is what a loop pays after every dispatch to ask whether
+// a step could do anything.
+func BenchmarkLull(b *testing.B) {
+	rt := NewRuntime()
+	defer rt.Close()
+	l := rt.Loop()
+	defer l.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Waited(0, true)
+		l.Lull()
+	}
+}
