@@ -38,6 +38,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/idlemux/idlemux/gcstep"
+	"github.com/idlemux/idlemux/gcstep/gcstepvar"
 	"github.com/idlemux/idlemux/httpidle"
 	"github.com/idlemux/idlemux/internal/rss"
 )
@@ -140,7 +141,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // published is the Runtime whose Stats /debug/vars shows as "gcstep".
-// A program publishes rt.Var() once, in main; but expvar's names are
+// A program publishes gcstepvar.New(rt) once, in main; but expvar's names are
 // process-wide (a second Publish of one panics) and the tests call run
 // more than once in a process, so the name is published once, over
 // whichever Runtime run serves with.
@@ -154,7 +155,7 @@ func publish(rt *gcstep.Runtime) {
 	published.rt.Store(rt)
 	published.once.Do(func() {
 		expvar.Publish("gcstep", expvar.Func(func() any {
-			return json.RawMessage(published.rt.Load().Var().String())
+			return json.RawMessage(gcstepvar.New(published.rt.Load()).String())
 		}))
 	})
 }

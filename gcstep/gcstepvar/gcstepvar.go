@@ -1,26 +1,31 @@
-package gcstep
+// Package gcstepvar renders a gcstep.Runtime's Stats for expvar
+// (/debug/vars). It is a package of its own because expvar brings in
+// net/http, which a program of gcstep's alone does not need.
+package gcstepvar
 
 import (
 	"expvar"
 	"time"
+
+	"github.com/idlemux/idlemux/gcstep"
 )
 
-// Var returns an expvar.Var that renders rt's Stats, read afresh each
+// New returns an expvar.Var that renders rt's Stats, read afresh each
 // time, as one JSON object: each field under its name in snake_case,
 // counts and bytes as integers, durations as seconds (a float64) under
 // their name with "_seconds" appended ("releases", "released_bytes",
 // "cycle_cost_seconds").
 //
-// Var does not publish it: expvar's names are process-wide and a second
+// New does not publish it: expvar's names are process-wide and a second
 // Publish of one panics, so the program publishes it once, under a name
 // of its choice, and serves /debug/vars as expvar does:
 //
-//	expvar.Publish("gcstep", rt.Var())
-func (rt *Runtime) Var() expvar.Var {
+//	expvar.Publish("gcstep", gcstepvar.New(rt))
+func New(rt *gcstep.Runtime) expvar.Var {
 	return expvar.Func(func() any { return varStats(rt.Stats()) })
 }
 
-// statsVar is Stats as Var renders it. The fields are listed rather than
+// statsVar is Stats as New renders it. The fields are listed rather than
 // found by reflection, which would cost a walk of the struct at every
 // read of /debug/vars; a test fails when Stats gains a field missing here.
 type statsVar struct {
@@ -47,7 +52,7 @@ type statsVar struct {
 	GOGCRepaired     uint64  `json:"gogc_repaired"`
 }
 
-func varStats(s Stats) statsVar {
+func varStats(s gcstep.Stats) statsVar {
 	sec := time.Duration.Seconds
 	return statsVar{
 		Steps:            s.Steps,

@@ -1,4 +1,4 @@
-package gcstep_test
+package gcstepvar_test
 
 import (
 	"encoding/json"
@@ -12,14 +12,15 @@ import (
 	"unicode"
 
 	"github.com/idlemux/idlemux/gcstep"
+	"github.com/idlemux/idlemux/gcstep/gcstepvar"
 )
 
 // A program publishes the Runtime's Var once, in main, and serves it with
 // the other expvars at /debug/vars.
-func ExampleRuntime_Var() {
+func ExampleNew() {
 	rt := gcstep.NewRuntime()
 	defer rt.Close()
-	expvar.Publish("gcstep", rt.Var())
+	expvar.Publish("gcstep", gcstepvar.New(rt))
 
 	// Importing expvar registered /debug/vars on http.DefaultServeMux; a
 	// program with a mux of its own mounts expvar.Handler() there.
@@ -60,7 +61,7 @@ func decodeVar(t *testing.T, v expvar.Var) map[string]json.Number {
 func TestVarRendersEveryField(t *testing.T) {
 	rt := gcstep.NewRuntime()
 	defer rt.Close()
-	got := decodeVar(t, rt.Var())
+	got := decodeVar(t, gcstepvar.New(rt))
 
 	typ := reflect.TypeFor[gcstep.Stats]()
 	want := map[string]bool{}
@@ -114,7 +115,7 @@ func TestVarValues(t *testing.T) {
 	}
 
 	before := rt.Stats()
-	v := rt.Var()
+	v := gcstepvar.New(rt)
 	got := decodeVar(t, v)
 	after := rt.Stats()
 	if before.Steps < 3 {
