@@ -18,10 +18,14 @@ func (w nopWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w nopWriter) WriteHeader(int)             {}
 
 // BenchmarkHandler is what the wrapper adds to a request: the same empty
-// handler called directly (wrap=none, the baseline) and through Handler,
-// from GOMAXPROCS goroutines at once.
+// handler called directly (wrap=none, the baseline), through Handler and
+// through Streams, and through Streams with one Pause and its resume
+// (wrap=streams-pause), from GOMAXPROCS goroutines at once.
 func BenchmarkHandler(b *testing.B) {
 	empty := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	pausing := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		httpidle.Pause(r.Context())()
+	})
 	rt := gcstep.NewRuntime()
 	defer rt.Close()
 	work := rt.Work()
@@ -32,6 +36,8 @@ func BenchmarkHandler(b *testing.B) {
 	}{
 		{"none", empty},
 		{"httpidle", httpidle.Handler(work, empty)},
+		{"streams", httpidle.Streams(work, empty)},
+		{"streams-pause", httpidle.Streams(work, pausing)},
 	} {
 		b.Run("wrap="+c.name, func(b *testing.B) {
 			b.ReportAllocs()

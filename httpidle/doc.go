@@ -16,4 +16,13 @@
 //	work := rt.Work()
 //	defer work.Close() // once the server has shut down
 //	srv.Handler = httpidle.Handler(work, srv.Handler)
+//
+// A handler that streams (server-sent events, a long poll, a websocket)
+// is in flight for as long as it lives, and a server with a stream open
+// would never be quiet. Serve such routes with Streams instead, and
+// let their handlers wrap each wait for the next message in Pause and
+// its resume: while every request in flight waits, the server is quiet.
+//
+//	mux.Handle("/events", httpidle.Streams(work, events))
+//	mux.Handle("/", httpidle.Handler(work, api))
 package httpidle

@@ -14,12 +14,12 @@ import (
 // The ResponseWriter is passed on as it is, so a handler can still flush
 // a streamed response (http.Flusher, http.ResponseController), hijack the
 // connection (http.Hijacker) and set deadlines. A streaming handler counts
-// as in flight until it returns, however idle the stream: while any
-// request is in flight the Runtime does not empty the gap, so a handler
-// of a long-lived stream (server-sent events, a long poll) should call
-// w.Pause before it waits for its peer and w.Resume after, or be wrapped
-// apart, or not at all. A hijacked connection counts until its handler
-// returns; what a goroutine does with it afterwards is not counted.
+// as in flight until it returns, however idle the stream, and while any
+// request is in flight the Runtime does not empty the gap: serve the
+// routes of long-lived streams (server-sent events, long polls,
+// websockets) with Streams instead, whose handlers say with Pause when
+// they wait. A hijacked connection counts until its handler returns;
+// what a goroutine does with it afterwards is not counted.
 //
 // Idle keep-alive connections need no telling (http.Server.ConnState):
 // the gap between bursts is the time with no handler running, whether

@@ -50,9 +50,15 @@ func (s *server) logged() string {
 
 func serve(t *testing.T, h http.Handler, opts ...gcstep.Option) *server {
 	t.Helper()
+	return serveWith(t, httpidle.Handler, h, opts...)
+}
+
+// serveWith is serve with h wrapped by wrap (Handler or Streams).
+func serveWith(t *testing.T, wrap func(*gcstep.Work, http.Handler) http.Handler, h http.Handler, opts ...gcstep.Option) *server {
+	t.Helper()
 	s := &server{rt: gcstep.NewRuntime(opts...)}
 	s.work = s.rt.Work()
-	s.srv = &http.Server{Handler: httpidle.Handler(s.work, h)}
+	s.srv = &http.Server{Handler: wrap(s.work, h)}
 	s.srv.ErrorLog = log.New(s, "", 0)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
