@@ -427,15 +427,20 @@ func (c *core) release() {
 	c.wg.Add(1)
 	c.env.spawn(func() {
 		defer c.wg.Done()
-		t0, c0 := c.env.now(), c.env.cpu()
+		t0, g0 := c.env.now(), c.env.gcCPU()
 		c.env.release()
-		t1, c1 := c.env.now(), c.env.cpu()
+		t1, g1 := c.env.now(), c.env.gcCPU()
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.ours += 2 // releaseMemory's two cycles are ours
 		c.env.read(&c.r)
 		c.learn(nil, t1)
-		cost := max(c1-c0, t1-t0)
+		// The collector's CPU in its two cycles, or the release's wall
+		// time if longer (the scavenging runs on its goroutine). Not the
+		// process's CPU: open streams or a broadcaster working meanwhile
+		// are not the release's, and one inflated price would decline
+		// every release after it.
+		cost := max(g1-g0, t1-t0)
 		c.relCost.learn(cost, t1)
 		c.pay(cost)
 		c.stats.ReleaseCost = c.relCost.v
