@@ -53,7 +53,7 @@ var noPwait2 atomic.Bool
 // timeout in nanoseconds. epoll_wait's is in milliseconds, rounded up so
 // that a wait never ends before its deadline, so a wait of 100 µs (a
 // timer, a stepper's deferred work) slept a whole millisecond, longer than
-// a stream's idle gap between bursts (doc/policy.md, "On time").
+// a stream's idle gap between bursts.
 func epollWaitNs(epfd int, evs []unix.EpollEvent, timeout time.Duration) (int, error) {
 	ts := unix.NsecToTimespec(int64(timeout))
 	n, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd),

@@ -131,7 +131,7 @@ func TestChildMinGarbage(t *testing.T) {
 // pacedCycles runs the quick paced child with the default stepper at
 // GOGC=100, its spec changed by set, and returns the cycles its stepper
 // ran. The children run in this process: what the tests before left
-// resident would take their garbage (doc/policy.md, "A resident pile"),
+// resident would take their garbage,
 // so it is returned first.
 func pacedCycles(t *testing.T, set func(*ChildSpec)) uint64 {
 	t.Helper()

@@ -52,10 +52,9 @@ var Steppings = []string{"off", "naive", "runtime"}
 //     workload: what a user who copies the README's snippet gets. The
 //     frontier (bench/footprint -frontier) measures this one.
 //
-// runtime and default are the same stepper now that gcstep has no option
-// per workload (runtime used to add WithStreams on the streams); both
-// names stay, so that -stepping lists and child specs written for
-// either still run.
+// runtime and default are the same stepper (gcstep has no option per
+// workload); both names stay, so that -stepping lists and child specs
+// written for either run.
 func stepper(name string, opts ...gcstep.Option) (gcstep.Stepper, func(), error) {
 	switch name {
 	case "off":
