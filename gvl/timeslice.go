@@ -22,11 +22,10 @@ import (
 // looks for a goroutine to run, which a ping-pong of handoffs does twice a
 // round trip, and a timer stays on the P that set it: for the handoffs, the
 // busy one. The tick runs wherever the expired timer was run, and a busy P
-// runs its own first, so this helps less than it might (bench/README.md,
-// "A third look"). A watch outside the timer heaps, a goroutine reading a
-// timerfd through the netpoller, took that cost away but made a waiter
-// that sleeps between its turns slower (BenchmarkYieldWait; bench/README.md,
-// "A fourth look"), so the watch stays a Go timer.
+// runs its own first, so this helps less than it might. A watch outside
+// the timer heaps, a goroutine reading a timerfd through the netpoller,
+// took that cost away but made a waiter that sleeps between its turns
+// slower (BenchmarkYieldWait), so the watch stays a Go timer.
 
 // timeslice returns the timeslice in nanoseconds, or a negative number if
 // timeslices are disabled.

@@ -72,8 +72,8 @@ func (s *sampler) take() (sample, bool) {
 // of the samples. The kernel updates VmHWM only when it is about to lower
 // the RSS, from per-CPU counters it sums approximately for that, so a
 // process whose RSS fell after its peak can read a VmHWM a few hundred
-// KiB below the VmRSS it had then (bench/README.md, "VmHWM reads low");
-// the samples catch what it missed, up to their period.
+// KiB below the VmRSS it had then; the samples catch what it missed, up to
+// their period.
 func peakOf(hwm uint64, samples []sample) uint64 {
 	for _, x := range samples {
 		hwm = max(hwm, x.RSS)

@@ -89,8 +89,8 @@ type ChildSpec struct {
 	SampleEvery time.Duration `json:"sample_every"`
 	// Decisions, if set, is where the child writes every decision of
 	// its stepper (gcstep.WithDecisions), one tab-separated line each,
-	// for a run made by hand (bench/README.md, "Reading the stepper's
-	// decisions"). Only the runtime and default policies make any.
+	// for a run made by hand (bench/README.md, "The frontier", says how).
+	// Only the runtime and default policies make any.
 	Decisions string `json:"decisions,omitempty"`
 	// Budget, if set, is passed to the runtime and default policies as
 	// gcstep.WithBudget: the share of the program's CPU time idle
