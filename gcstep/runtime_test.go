@@ -329,7 +329,7 @@ func TestGOGCOffBoundedThroughWork(t *testing.T) {
 		peaks := make([]uint64, n)
 		for i := range n {
 			wg.Add(1)
-			go func() { defer wg.Done(); peaks[i] = burst(works[i], 4, total/uint64(n)) }()
+			go func() { defer wg.Done(); peaks[i] = burst(works[i], 2, total/uint64(n)) }()
 		}
 		wg.Wait()
 		for i := range n {
@@ -338,7 +338,10 @@ func TestGOGCOffBoundedThroughWork(t *testing.T) {
 		}
 		peak := max(peaks[0], peaks[n-1])
 		// GOGC=100 would allow twice the live heap, at least 4 MiB; the
-		// buffers in flight are the live heap here: 8 of 32 KiB.
+		// buffers in flight are the live heap here: two or four of 32 KiB.
+		// (Four goroutines a Work allocating flat out overshoot that goal
+		// at GOGC=100 too, up to 83 MiB in bench/bounded: this checks
+		// the bound, not the pacer's lag.)
 		check(t, peak < 64<<20, "%d Runtimes: heap reached %d MiB under GOGC=off", n, peak>>20)
 		equal(t, "GOGC after the last Close", debug.SetGCPercent(-1), -1)
 		equal(t, "memory limit after the last Close", debug.SetMemoryLimit(-1), int64(math.MaxInt64))
