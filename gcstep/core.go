@@ -270,17 +270,16 @@ func (c *core) learn(l *Loop, now time.Duration) {
 	if c.bg.pending && r.cycles > c.bg.cycles {
 		c.bg.pending = false
 		if c.bg.free {
-			c.bg.free = false
-			goto ended
+			c.bg.free = false // the process's first: neither charged nor priced
+		} else {
+			cost := c.env.gcCPU() - c.bg.gc
+			if w := c.env.lastEnd() - c.bg.at; w > 0 {
+				c.wall.learn(w, now)
+			}
+			c.cost.learn(cost, now)
+			c.pay(charge(cost, c.bg.garbage, c.bg.pile))
 		}
-		cost := c.env.gcCPU() - c.bg.gc
-		if w := c.env.lastEnd() - c.bg.at; w > 0 {
-			c.wall.learn(w, now)
-		}
-		c.cost.learn(cost, now)
-		c.pay(charge(cost, c.bg.garbage, c.bg.pile))
 	}
-ended:
 	if l != nil && !l.observed.Load() && r.allocs != c.prevSeen {
 		l.lastWork.Store(int64(now)) // a caller that reports nothing: allocation is its activity
 	}
@@ -336,9 +335,7 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 	}
 	if c.cfg.releaseDelay > 0 {
 		s.reserve = c.relCost.v
-	}
-	if c.cfg.releaseDelay > 0 && !c.releasing {
-		if from, quiet := c.quiet(now); quiet && from != c.releasedFor {
+		if from, quiet := c.quiet(now); quiet && !c.releasing && from != c.releasedFor {
 			s.quiet = true
 			s.armed = r.allocs - c.releasedAt
 			c.quietFrom = from
@@ -347,11 +344,11 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 	return s
 }
 
-// collect runs a cycle, the loop waiting for its mark for at most wait
-// (0: started beside the loop). One that ended is charged what the
-// process spent meanwhile, or the time it held the loop if longer; one
-// still marking is charged the collector's CPU once a later look sees
-// it end (learn), and no other cycle of ours starts before.
+// collect runs a cycle, the loop waiting for its mark for at most wait.
+// One that ended is charged the collector's CPU, or the time it held the
+// loop if longer; one still marking goes on beside the loop and is
+// charged the collector's CPU once a later look sees it end (learn), and
+// no other cycle of ours starts before.
 func (c *core) collect(wait time.Duration, s snapshot) {
 	t0, g0 := c.env.now(), c.env.gcCPU()
 	started, ended := c.env.collect(wait)

@@ -7,7 +7,7 @@ import (
 
 // A snapshot is everything the decision needs, read at one look: the
 // heap, the time ahead, the learned prices and the budget left. It is
-// filled by Runtime.look and nothing else; decide reads nothing else.
+// filled by core.snapshot and nothing else; decide reads nothing else.
 type snapshot struct {
 	garbage uint64 // bytes allocated since the last cycle ended
 	live    uint64 // what the last cycle found live
@@ -53,11 +53,13 @@ const (
 // whatever the loop's next event is, it needs the P the collector has, and
 // gets it after, as it would after a cycle of the pacer's.
 //
+// Everything not paid for is left to the runtime's pacer, which collects
+// anyway.
+//
 // Why no cycle started beside a busy loop: measured on the urandom
 // stream with both CPUs, started cycles marked for 3 ms beside the loop
 // and its writer and cost 1.2 times the wall, for no memory (0.97 of the
-// plain loop's peak); the pacer does the same job at its own goal. Everything not paid for is
-// left to the runtime's pacer, which collects anyway.
+// plain loop's peak); the pacer does the same job at its own goal.
 func decide(s snapshot) (action, Outcome) {
 	if s.quiet && s.armed >= s.minGarbage {
 		switch {

@@ -171,10 +171,9 @@ const (
 )
 
 func (k *kicker) collect(wait time.Duration) (started, ended bool) {
-	var r reading
-	k.m.read(&r)
-	before := r.cycles
+	before := k.m.cycles()
 	start := time.Now()
+	var r reading
 	prev := debug.SetGCPercent(kickGOGC)
 	k.m.read(&r)
 	// While the last cycle's garbage is not all swept the runtime keeps

@@ -225,6 +225,7 @@ type Loop struct {
 	lastWork atomic.Int64 // env.now in ns when the loop last had work; 0: never
 	observed atomic.Bool  // the loop reports (Lull, Waited): activity is what it says
 	worked   atomic.Bool  // the loop had work since the last Lull
+	gapUntil atomic.Int64 // Lull says no before this: a cycle did not fit the loop's gaps (env.now, ns)
 	closed   atomic.Bool
 
 	mu   sync.Mutex // guards gaps and n
@@ -252,13 +253,17 @@ func (l *Loop) Lull() bool {
 	if l.worked.Swap(false) {
 		l.lastWork.Store(int64(now)) // the end of the work
 	}
-	if l.closed.Load() || int64(now) < l.c.nextLook.Load() {
+	if l.closed.Load() || int64(now) < max(l.c.nextLook.Load(), l.gapUntil.Load()) {
 		return false
 	}
 	// A cycle that would not fit the loop's gap is not run (see decide):
-	// no look, and no zero-timeout poll for it, in a burst's lulls.
+	// no look, and no zero-timeout poll for it, in a burst's lulls. The
+	// answer holds for lookEvery, as a look's does, so that a burst's
+	// dispatches do not each take the scheduler's lock (GOMAXPROCS) and
+	// sort the gaps to hear it again.
 	if w := l.c.wallAt(now); w > 0 && l.c.env.procs() > 1 {
 		if g := l.gap(); g > 0 && w > g {
+			l.gapUntil.Store(int64(now + lookEvery))
 			return false
 		}
 	}
