@@ -228,13 +228,6 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 
 	s := c.snapshot(l, start, budget)
 	act, out := decide(s)
-	if len(c.dec) > 0 && (out != OutcomeNone) {
-		d := Decision{At: start, Budget: max(budget, 0), Outcome: out, Garbage: s.garbage, Live: s.live, Pile: s.pile,
-			Gap: s.gap, Wall: s.wall, Cost: s.cost, Tokens: s.tokens}
-		for _, f := range c.dec {
-			(*f)(d)
-		}
-	}
 	if s.quiet && out == OutcomeNone {
 		c.releasedFor = c.quietFrom // nothing to release this stretch: no more wakes for it
 	}
@@ -246,9 +239,18 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 	}
 	switch act {
 	case doInline:
-		c.collect(budget, s)
+		if !c.collect(budget, s) {
+			out = OutcomeSweep
+		}
 	case doRelease:
 		c.release()
+	}
+	if len(c.dec) > 0 && out != OutcomeNone {
+		d := Decision{At: start, Budget: max(budget, 0), Outcome: out, Garbage: s.garbage, Live: s.live, Pile: s.pile,
+			Gap: s.gap, Wall: s.wall, Cost: s.cost, Tokens: s.tokens}
+		for _, f := range c.dec {
+			(*f)(d)
+		}
 	}
 	c.nextLook.Store(int64(c.env.now() + lookEvery))
 	c.stats.StepTime += c.env.now() - start
@@ -348,14 +350,15 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 // One that ended is charged the collector's CPU, or the time it held the
 // loop if longer; one still marking goes on beside the loop and is
 // charged the collector's CPU once a later look sees it end (learn), and
-// no other cycle of ours starts before.
-func (c *core) collect(wait time.Duration, s snapshot) {
+// no other cycle of ours starts before. It reports whether a cycle
+// started.
+func (c *core) collect(wait time.Duration, s snapshot) bool {
 	t0, g0 := c.env.now(), c.env.gcCPU()
 	started, ended := c.env.collect(wait)
 	t1 := c.env.now()
 	if !started {
 		c.stats.DeclinedSweep++
-		return
+		return false
 	}
 	c.ours++
 	c.held = true
@@ -371,7 +374,7 @@ func (c *core) collect(wait time.Duration, s snapshot) {
 		if !ended {
 			c.bg.pending, c.bg.cycles, c.bg.free = true, c.r.cycles, true
 		}
-		return
+		return true
 	}
 	if ended {
 		// The cycle ended just now: the garbage counts from here, not
@@ -393,10 +396,11 @@ func (c *core) collect(wait time.Duration, s snapshot) {
 		c.cost.learn(cost, t1)
 		c.wall.learn(t1-t0, t1)
 		c.pay(charge(cost, s.garbage, s.pile))
-		return
+		return true
 	}
 	c.bg.pending, c.bg.cycles, c.bg.at, c.bg.gc = true, c.r.cycles, t0, g0
 	c.bg.garbage, c.bg.pile = s.garbage, s.pile
+	return true
 }
 
 // wallAt is wall.at(now), from the atomics.

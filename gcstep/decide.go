@@ -121,6 +121,9 @@ const (
 	OutcomeGap
 	// OutcomeRelease: the process was quiet; a release was started.
 	OutcomeRelease
+	// OutcomeSweep: a cycle was decided but not started, the last
+	// cycle's garbage still being swept (Stats.DeclinedSweep).
+	OutcomeSweep
 )
 
 var outcomeNames = [...]string{
@@ -130,10 +133,11 @@ var outcomeNames = [...]string{
 	OutcomeInline:  "inline",
 	OutcomeGap:     "gap",
 	OutcomeRelease: "release",
+	OutcomeSweep:   "sweep",
 }
 
 // String returns the outcome's name: "none", "budget", "due", "inline",
-// "gap" or "release".
+// "gap", "release" or "sweep".
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
 		return outcomeNames[o]

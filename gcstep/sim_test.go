@@ -200,3 +200,41 @@ func TestDearCyclesStepBack(t *testing.T) {
 	dear := simulate(t, profiles[4], traces[1], 100, true)
 	check(t, dear.ours*3 < cheap.ours, "cycles: %d contended against %d on bare metal", dear.ours, cheap.ours)
 }
+
+// A cycle decided while the last cycle's garbage is still being swept
+// does not start; the decision says so, and the log's cycles are the
+// Stats' own.
+func TestDecisionsSayWhatWasDone(t *testing.T) {
+	f := newFake(profiles[2])
+	e := f.env()
+	collect, calls := e.collect, 0
+	e.collect = func(wait time.Duration) (bool, bool) {
+		calls++
+		if calls%2 == 1 {
+			return false, false // still sweeping
+		}
+		return collect(wait)
+	}
+	n := map[Outcome]uint64{}
+	rt := newRuntimeEnv(e, WithDecisions(func(d Decision) { n[d.Outcome]++ }))
+	defer rt.Close()
+	for range 2000 {
+		f.step(f.now + 2*ms)
+		rt.Waited(2*ms, true)
+		f.step(f.now + 20*us)
+		f.cpu += 20 * us
+		f.alloc(64 << 10)
+		if rt.Lull() {
+			rt.Step(ms)
+			f.run()
+		}
+	}
+	s := rt.Stats()
+	if s.DeclinedSweep == 0 || s.CyclesInline == 0 {
+		t.Fatalf("declined %d, ran %d: the test wants both", s.DeclinedSweep, s.CyclesInline)
+	}
+	if n[OutcomeInline] != s.CyclesInline || n[OutcomeSweep] != s.DeclinedSweep {
+		t.Errorf("decisions: %d inline, %d sweep; Stats: %d inline, %d declined for the sweep",
+			n[OutcomeInline], n[OutcomeSweep], s.CyclesInline, s.DeclinedSweep)
+	}
+}
