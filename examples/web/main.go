@@ -12,7 +12,9 @@
 // empties the gap after each burst, as far as its CPU budget pays for it;
 // GET /debug/vars then serves expvar's variables, among them "gcstep",
 // all of the stepper's Stats (gcstep.Runtime.Var). With -stepper off it
-// is a plain net/http server.
+// is a plain net/http server; -baseline tuner or freeos adds what services
+// do by hand instead (a GOGC tuner with a 64 MiB threshold, as bytedance's
+// gctuner; debug.FreeOSMemory every 10 s), for bench/web's day schedule.
 //
 // SIGINT or SIGTERM shut it down gracefully (requests in flight finish,
 // for up to five seconds) and it prints a one-line summary.
@@ -40,6 +42,7 @@ import (
 	"github.com/idlemux/idlemux/gcstep"
 	"github.com/idlemux/idlemux/gcstep/gcstepvar"
 	"github.com/idlemux/idlemux/httpidle"
+	"github.com/idlemux/idlemux/internal/gcbaseline"
 	"github.com/idlemux/idlemux/internal/rss"
 )
 
@@ -51,14 +54,15 @@ func main() {
 
 // config is what the flags say.
 type config struct {
-	addr    string
-	stepper bool
+	addr     string
+	stepper  bool
+	baseline string // gcbaseline's name; "none" with the stepper on
 }
 
 // parse reads the flags in args. On an error it has printed what is
 // wrong and the usage to stderr.
 func parse(args []string, stderr io.Writer) (config, error) {
-	cfg := config{stepper: true}
+	cfg := config{stepper: true, baseline: "none"}
 	fs := flag.NewFlagSet("web", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "`address` to listen on (host:port; port 0 picks a free one)")
@@ -70,16 +74,28 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		}
 		return errors.New("want on or off")
 	})
+	fs.Func("baseline", "`"+gcbaseline.Names+"`: with -stepper off, what a service does by hand instead: a GOGC tuner or debug.FreeOSMemory on a timer (default none)", func(s string) error {
+		if !gcbaseline.Valid(s) {
+			return errors.New("want " + gcbaseline.Names)
+		}
+		cfg.baseline = s
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
-	if fs.NArg() > 0 {
-		err := fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	var err error
+	switch {
+	case fs.NArg() > 0:
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case cfg.stepper && cfg.baseline != "none":
+		err = errors.New("-baseline needs -stepper off")
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, err)
 		fs.Usage()
-		return cfg, err
 	}
-	return cfg, nil
+	return cfg, err
 }
 
 // run is the command: it serves until ctx ends and returns the exit code,
@@ -103,6 +119,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.stepper {
 		rt = gcstep.NewRuntime()
 	}
+	stopBaseline, err := gcbaseline.Start(cfg.baseline)
+	if err != nil {
+		fmt.Fprintf(stderr, "web: %v\n", err)
+		return 2
+	}
+	defer stopBaseline()
 	mux := newMux(&served, rt)
 	h := http.Handler(mux)
 	if rt != nil {
@@ -114,6 +136,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	start := time.Now()
 	stepper := map[bool]string{true: "on", false: "off"}[cfg.stepper]
+	if cfg.baseline != "none" {
+		stepper += ", " + cfg.baseline
+	}
 	fmt.Fprintf(stdout, "web: serving on http://%v (stepper %s)\n", ln.Addr(), stepper)
 
 	errc := make(chan error, 1)

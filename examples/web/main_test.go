@@ -86,6 +86,8 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"-stepper", "maybe"}, `invalid value "maybe" for flag -stepper: want on or off`},
 		{[]string{"-port", "1"}, "flag provided but not defined: -port"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-stepper", "off", "-baseline", "gctuner"}, `invalid value "gctuner" for flag -baseline: want none|tuner|freeos`},
+		{[]string{"-baseline", "tuner"}, "-baseline needs -stepper off"},
 	} {
 		var stdout, stderr strings.Builder
 		code := run(context.Background(), tt.args, &stdout, &stderr)
@@ -135,22 +137,27 @@ func line(t *testing.T, c <-chan string) string {
 }
 
 func TestRunServesAndShutsDown(t *testing.T) {
-	for _, stepper := range []string{"on", "off"} {
-		t.Run("stepper="+stepper, func(t *testing.T) {
+	for _, mode := range []string{"on", "off", "off, tuner", "off, freeos"} {
+		t.Run("stepper="+mode, func(t *testing.T) {
+			stepper, baseline, _ := strings.Cut(mode, ", ")
+			args := []string{"-addr", "127.0.0.1:0", "-stepper", stepper}
+			if baseline != "" {
+				args = append(args, "-baseline", baseline)
+			}
 			out, c := lines(t)
 			var stderr strings.Builder
 			ctx, stop := context.WithCancel(context.Background())
 			defer stop()
 			done := make(chan int, 1)
 			go func() {
-				done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-stepper", stepper}, out, &stderr)
+				done <- run(ctx, args, out, &stderr)
 				out.Close()
 			}()
 			first := line(t, c)
 			url, ok := strings.CutPrefix(first, "web: serving on ")
 			require.True(t, ok, "first line %q", first)
 			url, _, _ = strings.Cut(url, " ")
-			assert.Contains(t, first, "(stepper "+stepper+")")
+			assert.Contains(t, first, "(stepper "+mode+")")
 
 			tr := &http.Transport{}
 			defer tr.CloseIdleConnections()

@@ -9,7 +9,11 @@
 // With -stepper on (the default) the calls are counted on a gcstep.Work
 // through both interceptors: the Runtime empties the gaps after bursts,
 // and while the open streams only wait for their clients, as far as its
-// CPU budget pays for it. With -stepper off it is a plain gRPC server.
+// CPU budget pays for it. With -stepper off it is a plain gRPC server;
+// -baseline tuner or freeos adds what services do by hand instead (a GOGC
+// tuner with a 64 MiB threshold, as bytedance's gctuner;
+// debug.FreeOSMemory every 10 s), for bench/web's day schedule. The
+// command example/load drives it.
 //
 // SIGINT or SIGTERM stop it gracefully (calls in flight finish, for up to
 // five seconds) and it prints what the Runtime did.
@@ -33,6 +37,7 @@ import (
 
 	"github.com/idlemux/idlemux/gcstep"
 	"github.com/idlemux/idlemux/grpcidle"
+	"github.com/idlemux/idlemux/internal/gcbaseline"
 )
 
 func main() {
@@ -43,14 +48,15 @@ func main() {
 
 // config is what the flags say.
 type config struct {
-	addr    string
-	stepper bool
+	addr     string
+	stepper  bool
+	baseline string // gcbaseline's name; "none" with the stepper on
 }
 
 // parse reads the flags in args. On an error it has printed what is
 // wrong and the usage to stderr.
 func parse(args []string, stderr io.Writer) (config, error) {
-	cfg := config{stepper: true}
+	cfg := config{stepper: true, baseline: "none"}
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:50051", "`address` to listen on (host:port; port 0 picks a free one)")
@@ -62,16 +68,28 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		}
 		return errors.New("want on or off")
 	})
+	fs.Func("baseline", "`"+gcbaseline.Names+"`: with -stepper off, what a service does by hand instead: a GOGC tuner or debug.FreeOSMemory on a timer (default none)", func(s string) error {
+		if !gcbaseline.Valid(s) {
+			return errors.New("want " + gcbaseline.Names)
+		}
+		cfg.baseline = s
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
-	if fs.NArg() > 0 {
-		err := fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	var err error
+	switch {
+	case fs.NArg() > 0:
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case cfg.stepper && cfg.baseline != "none":
+		err = errors.New("-baseline needs -stepper off")
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, err)
 		fs.Usage()
-		return cfg, err
 	}
-	return cfg, nil
+	return cfg, err
 }
 
 // run is the command: it serves until ctx ends and returns the exit code,
@@ -100,11 +118,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			grpc.ChainStreamInterceptor(grpcidle.StreamServerInterceptor(work)),
 		)
 	}
+	stopBaseline, err := gcbaseline.Start(cfg.baseline)
+	if err != nil {
+		fmt.Fprintf(stderr, "server: %v\n", err)
+		return 2
+	}
+	defer stopBaseline()
 	srv := grpc.NewServer(opts...)
 	var calls atomic.Uint64
 	srv.RegisterService(echoService(&calls), struct{}{})
 	start := time.Now()
-	fmt.Fprintf(stdout, "server: serving on %v (stepper %s)\n", ln.Addr(), map[bool]string{true: "on", false: "off"}[cfg.stepper])
+	stepper := map[bool]string{true: "on", false: "off"}[cfg.stepper]
+	if cfg.baseline != "none" {
+		stepper += ", " + cfg.baseline
+	}
+	fmt.Fprintf(stdout, "server: serving on %v (stepper %s)\n", ln.Addr(), stepper)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -28,6 +28,8 @@ func TestRunBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"-stepper", "maybe"}, `invalid value "maybe" for flag -stepper: want on or off`},
+		{[]string{"-stepper", "off", "-baseline", "gctuner"}, `invalid value "gctuner" for flag -baseline: want none|tuner|freeos`},
+		{[]string{"-baseline", "tuner"}, "-baseline needs -stepper off"},
 		{[]string{"-port", "1"}, "flag provided but not defined: -port"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {
@@ -44,15 +46,20 @@ func TestRunBadFlags(t *testing.T) {
 // TestRun serves both methods with the stepper on and off, and stops on
 // ctx's end with a summary.
 func TestRun(t *testing.T) {
-	for _, stepper := range []string{"on", "off"} {
-		t.Run(stepper, func(t *testing.T) {
+	for _, mode := range []string{"on", "off", "off, tuner", "off, freeos"} {
+		t.Run(mode, func(t *testing.T) {
+			stepper, baseline, _ := strings.Cut(mode, ", ")
+			args := []string{"-addr", "127.0.0.1:0", "-stepper", stepper}
+			if baseline != "" {
+				args = append(args, "-baseline", baseline)
+			}
 			out, lines := lines(t)
 			ctx, stop := context.WithCancel(context.Background())
 			defer stop()
 			var stderr strings.Builder
 			code := make(chan int, 1)
 			go func() {
-				code <- run(ctx, []string{"-addr", "127.0.0.1:0", "-stepper", stepper}, out, &stderr)
+				code <- run(ctx, args, out, &stderr)
 				out.Close()
 			}()
 			first := next(t, lines)
@@ -61,6 +68,9 @@ func TestRun(t *testing.T) {
 				t.Fatalf("got %q, want the address", first)
 			}
 			addr, _, _ = strings.Cut(addr, " ")
+			if want := "(stepper " + mode + ")"; !strings.Contains(first, want) {
+				t.Errorf("got %q, want %q in it", first, want)
+			}
 			call(t, addr)
 
 			stop()
