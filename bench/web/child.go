@@ -17,13 +17,17 @@ import (
 
 // A config is one way to run the server.
 type config struct {
-	Name    string // on, off, gogc=N
-	Stepper bool
-	GOGC    string // "" for the default
+	Name     string // on, off, gogc=N, memlimit=N, tuner, freeos
+	Stepper  bool
+	GOGC     string // "" for the default
+	MemLimit string // GOMEMLIMIT; "" for none
+	Baseline string // the server's -baseline; "" for none
 }
 
-// parseConfig reads on, off or gogc=N (the server with the stepper off
-// and GOGC=N), each optionally followed by .K: a second copy of the same
+// parseConfig reads on, off, gogc=N (the server with the stepper off
+// and GOGC=N), memlimit=N (off, GOMEMLIMIT=N MiB), tuner or freeos (off,
+// with a GOGC tuner or debug.FreeOSMemory on a timer: the server's
+// -baseline), each optionally followed by .K: a second copy of the same
 // configuration, run as a configuration of its own, to show the noise
 // between two identical servers (off against off.2).
 func parseConfig(s string) (config, error) {
@@ -46,8 +50,25 @@ func parseConfig(s string) (config, error) {
 			return config{}, fmt.Errorf("bad configuration %q: want gogc=N with N > 0", s)
 		}
 		return config{Name: s, GOGC: v}, nil
+	case strings.HasPrefix(s, "memlimit="):
+		v := strings.TrimPrefix(s, "memlimit=")
+		var n int
+		if _, err := fmt.Sscanf(v, "%d", &n); err != nil || n <= 0 || fmt.Sprint(n) != v {
+			return config{}, fmt.Errorf("bad configuration %q: want memlimit=N with N > 0 (MiB)", s)
+		}
+		return config{Name: s, MemLimit: v + "MiB"}, nil
+	case s == "tuner" || s == "freeos":
+		return config{Name: s, Baseline: s}, nil
 	}
-	return config{}, fmt.Errorf("bad configuration %q: want on, off or gogc=N", s)
+	return config{}, fmt.Errorf("bad configuration %q: want on, off, gogc=N, memlimit=N, tuner or freeos", s)
+}
+
+// A target is a server program and the client that loads it.
+type target struct {
+	Name  string
+	ready string // the prefix of its first line, before its address
+	// load drives the server at addr with conns clients for d.
+	load func(ctx context.Context, addr string, conns int, d time.Duration) (wrkResult, error)
 }
 
 // server is a running examples/web process.
@@ -59,22 +80,29 @@ type server struct {
 	client  *http.Client
 }
 
-// startServer starts bin with cfg on a free loopback port and waits for it
-// to say where it serves.
-func startServer(ctx context.Context, bin string, cfg config) (*server, error) {
+// startServer starts bin, a server of t, with cfg on a free loopback port
+// and waits for it to say where it serves.
+func startServer(ctx context.Context, t target, bin string, cfg config) (*server, error) {
 	stepper := "off"
 	if cfg.Stepper {
 		stepper = "on"
 	}
-	cmd := exec.CommandContext(ctx, bin, "-addr", "127.0.0.1:0", "-stepper", stepper)
+	args := []string{"-addr", "127.0.0.1:0", "-stepper", stepper}
+	if cfg.Baseline != "" {
+		args = append(args, "-baseline", cfg.Baseline)
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	env := []string{}
 	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "GOGC=") {
+		if !strings.HasPrefix(e, "GOGC=") && !strings.HasPrefix(e, "GOMEMLIMIT=") {
 			env = append(env, e)
 		}
 	}
 	if cfg.GOGC != "" {
 		env = append(env, "GOGC="+cfg.GOGC)
+	}
+	if cfg.MemLimit != "" {
+		env = append(env, "GOMEMLIMIT="+cfg.MemLimit)
 	}
 	cmd.Env = env
 	cmd.Stderr = os.Stderr
@@ -102,7 +130,7 @@ func startServer(ctx context.Context, bin string, cfg config) (*server, error) {
 	}()
 	select {
 	case line, ok := <-first:
-		addr, found := strings.CutPrefix(line, "web: serving on ")
+		addr, found := strings.CutPrefix(line, t.ready)
 		if !ok || !found {
 			s.stop()
 			return nil, fmt.Errorf("server: first line %q", line)

@@ -30,11 +30,17 @@ type options struct {
 	items   int
 	out     string
 	bin     string
+	day     []dayStep // the day schedule; nil: the gap sessions
+	servers []string  // the day's servers
+	size    int       // the gRPC calls' bytes
 }
+
+// dayConfigs are the day schedule's configurations unless -configs says.
+const dayConfigs = "on,off,gogc=50,gogc=25,memlimit=20,tuner,freeos"
 
 func main() {
 	var o options
-	configs := flag.String("configs", "on,off,gogc=50,gogc=25", "`list` of server configurations: on, off (the stepper) or gogc=N (off, GOGC=N)")
+	configs := flag.String("configs", "on,off,gogc=50,gogc=25", "`list` of server configurations: on, off (the stepper), gogc=N (off, GOGC=N), memlimit=N (off, GOMEMLIMIT=N MiB), tuner or freeos (off, the server's -baseline)")
 	gaps := flag.String("gaps", "150ms,1s,5s", "`list` of quiet gaps after each burst")
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved `rounds`")
 	flag.IntVar(&o.bursts, "bursts", 4, "bursts per session")
@@ -44,6 +50,9 @@ func main() {
 	flag.IntVar(&o.items, "n", 1000, "records per response (GET /items?n=N)")
 	flag.StringVar(&o.out, "out", "bench/out/web", "`directory` for results.json and the charts")
 	flag.StringVar(&o.bin, "web", "", "examples/web `binary` (default: built from this module)")
+	day := flag.String("day", "", "run the day `schedule` instead of the gap sessions: long, medium, short, or steps burst@conns+gap,... (see day.go); its configurations default to "+dayConfigs)
+	servers := flag.String("servers", "web,grpc", "`list` of servers for -day: web (examples/web under wrk), grpc (grpcidle's example server under its example/load)")
+	flag.IntVar(&o.size, "size", 4096, "`bytes` in each gRPC call of -day, echoed back")
 	replot := flag.Bool("replot", false, "measure nothing: print the table and draw the charts of -out's results.json (-steady: its steady session's length, if results.json does not say)")
 	flag.Parse()
 	if *replot {
@@ -52,6 +61,19 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if *day != "" {
+		steps, err := parseSchedule(*day)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "web:", err)
+			os.Exit(2)
+		}
+		o.day, o.servers = steps, strings.Split(*servers, ",")
+		set := false
+		flag.Visit(func(f *flag.Flag) { set = set || f.Name == "configs" })
+		if !set {
+			*configs = dayConfigs
+		}
 	}
 	if err := o.parseLists(*configs, *gaps); err != nil || flag.NArg() > 0 || o.rounds < 1 || o.bursts < 1 || o.burst < time.Second {
 		if err != nil {
@@ -92,6 +114,9 @@ func (o *options) parseLists(configs, gaps string) error {
 }
 
 func run(ctx context.Context, o *options) error {
+	if o.day != nil {
+		return runDay(ctx, o)
+	}
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return fmt.Errorf("wrk not found (Debian: apt-get install wrk): %v", err)
 	}
@@ -221,9 +246,9 @@ type sample struct {
 
 // runSession runs one server through n bursts of length d, each followed by
 // gap.
-func runSession(ctx context.Context, o *options, c config, gap time.Duration, n int, d time.Duration) (session, error) {
-	s := session{Config: c.Name, Gap: gap}
-	srv, err := startServer(ctx, o.bin, c)
+func runSession(ctx context.Context, o *options, c config, gap time.Duration, n int, d time.Duration) (s session, err error) {
+	s = session{Config: c.Name, Gap: gap}
+	srv, err := startServer(ctx, webTargetFor(o.items), o.bin, c)
 	if err != nil {
 		return s, err
 	}

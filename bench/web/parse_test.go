@@ -54,17 +54,20 @@ func TestParseWrkDuration(t *testing.T) {
 
 func TestParseConfig(t *testing.T) {
 	for in, want := range map[string]config{
-		"on":      {Name: "on", Stepper: true},
-		"off":     {Name: "off"},
-		"gogc=25": {Name: "gogc=25", GOGC: "25"},
-		"off.2":   {Name: "off.2"},
-		"on.3":    {Name: "on.3", Stepper: true},
+		"on":          {Name: "on", Stepper: true},
+		"off":         {Name: "off"},
+		"gogc=25":     {Name: "gogc=25", GOGC: "25"},
+		"off.2":       {Name: "off.2"},
+		"on.3":        {Name: "on.3", Stepper: true},
+		"memlimit=20": {Name: "memlimit=20", MemLimit: "20MiB"},
+		"tuner":       {Name: "tuner", Baseline: "tuner"},
+		"freeos":      {Name: "freeos", Baseline: "freeos"},
 	} {
 		got, err := parseConfig(in)
 		require.NoError(t, err, in)
 		assert.Equal(t, want, got, in)
 	}
-	for _, in := range []string{"", "maybe", "gogc=", "gogc=0", "gogc=x", "gogc=05", "off.", "off.1", "off.x", "x.2"} {
+	for _, in := range []string{"", "maybe", "gogc=", "gogc=0", "gogc=x", "gogc=05", "off.", "off.1", "off.x", "x.2", "memlimit=", "memlimit=0", "memlimit=1GiB", "gctuner"} {
 		_, err := parseConfig(in)
 		assert.Error(t, err, in)
 	}
@@ -74,4 +77,19 @@ func TestMedian(t *testing.T) {
 	assert.Equal(t, 2.0, median([]float64{3, 1, 2}))
 	assert.Equal(t, int64(2), median([]int64{4, 1, 3, 0}))
 	assert.Zero(t, median([]float64{}))
+}
+
+func TestParseSchedule(t *testing.T) {
+	got, err := parseSchedule("2s@32+5s, 1s@8+150ms")
+	require.NoError(t, err)
+	assert.Equal(t, []dayStep{{Burst: 2 * time.Second, Conns: 32, Gap: 5 * time.Second},
+		{Burst: time.Second, Conns: 8, Gap: 150 * time.Millisecond}}, got)
+	for name := range daySchedules {
+		_, err := parseSchedule(name)
+		assert.NoError(t, err, name)
+	}
+	for _, in := range []string{"", "2s", "2s@32", "2s+5s", "1500ms@8+1s", "0s@8+1s", "2s@0+1s", "2s@x+1s", "2s@8+0s", "2s@8+1s,"} {
+		_, err := parseSchedule(in)
+		assert.Error(t, err, in)
+	}
 }

@@ -18,6 +18,13 @@ type wrkResult struct {
 	Errors    int // socket errors and non-2xx/3xx responses
 }
 
+// webTargetFor is examples/web under wrk, GET /items?n=items.
+func webTargetFor(items int) target {
+	return target{Name: "web", ready: "web: serving on ", load: func(ctx context.Context, addr string, conns int, d time.Duration) (wrkResult, error) {
+		return runWrk(ctx, fmt.Sprintf("%s/items?n=%d", addr, items), conns, d)
+	}}
+}
+
 // runWrk runs one burst: wrk with one thread, conns connections, for d
 // (whole seconds: wrk knows no shorter unit), against url.
 func runWrk(ctx context.Context, url string, conns int, d time.Duration) (wrkResult, error) {
