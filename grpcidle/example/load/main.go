@@ -6,6 +6,14 @@
 // It prints one line, or with -json one JSON object: calls, calls a
 // second, the 50th and 99th percentile of the calls' latency, and the
 // calls that failed. bench/web's day schedule runs it as its gRPC client.
+//
+// With -streams N it opens N Chat streams instead and, -bursts times,
+// sends -messages messages on each, -every apart, then leaves every
+// stream open and idle for -settle; given the server's process id (-pid)
+// it reads the server's resident memory at the end of each settle, over
+// what it held before the streams opened, and its CPU time:
+//
+//	go run ./example/load -streams 1000 -pid $(pgrep -n server)
 package main
 
 import (
@@ -42,6 +50,10 @@ type config struct {
 	d     time.Duration
 	size  int
 	json  bool
+
+	streams, bursts, messages int
+	every, settle             time.Duration
+	pid                       int
 }
 
 // Result is what a run reports.
@@ -63,6 +75,12 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.d, "d", 5*time.Second, "how long to call")
 	fs.IntVar(&cfg.size, "size", 4096, "`bytes` in each request's string, echoed back")
 	fs.BoolVar(&cfg.json, "json", false, "print the result as JSON")
+	fs.IntVar(&cfg.streams, "streams", 0, "open this many Chat streams and send messages on them in bursts, instead of unary calls")
+	fs.IntVar(&cfg.bursts, "bursts", 3, "with -streams: bursts of messages")
+	fs.IntVar(&cfg.messages, "messages", 20, "with -streams: messages per stream and burst")
+	fs.DurationVar(&cfg.every, "every", 20*time.Millisecond, "with -streams: time between a stream's messages in a burst")
+	fs.DurationVar(&cfg.settle, "settle", time.Second, "with -streams: idle time after each burst, at whose end the server's memory is read")
+	fs.IntVar(&cfg.pid, "pid", 0, "with -streams: the server's process `id`, to read its memory and CPU (0: do not)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -72,6 +90,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	case cfg.conns < 1 || cfg.d <= 0 || cfg.size < 0:
 		err = errors.New("want -c >= 1, -d > 0 and -size >= 0")
+	case cfg.streams < 0 || cfg.streams > 0 && (cfg.bursts < 1 || cfg.messages < 1 || cfg.every <= 0 || cfg.settle <= 0):
+		err = errors.New("want -streams >= 0, and with streams -bursts and -messages >= 1, -every and -settle > 0")
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -89,6 +109,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		return 2
+	}
+	if cfg.streams > 0 {
+		return runStreams(ctx, cfg, stdout, stderr)
 	}
 	res, err := drive(ctx, cfg)
 	if err != nil {
@@ -167,4 +190,25 @@ func drive(ctx context.Context, cfg config) (Result, error) {
 	r.CallsPerSec = float64(len(all)) / took.Seconds()
 	r.P50, r.P99 = all[len(all)/2], all[min(len(all)*99/100, len(all)-1)]
 	return r, nil
+}
+
+// runStreams is run for -streams.
+func runStreams(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
+	res, err := streams(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "load: %v\n", err)
+		return 1
+	}
+	if cfg.json {
+		b, _ := json.Marshal(res)
+		fmt.Fprintln(stdout, string(b))
+		return 0
+	}
+	fmt.Fprintf(stdout, "load: %d streams, %d messages echoed, round trip p50 %v, p99 %v\n",
+		res.Streams, res.Messages, res.P50, res.P99)
+	for i, rss := range res.Settled {
+		fmt.Fprintf(stdout, "load: burst %d: the server holds %.1f MiB over its RSS before the streams, %v after the burst; CPU %v\n",
+			i+1, (float64(rss)-float64(res.StartRSS))/(1<<20), cfg.settle, res.CPU[i].Round(time.Millisecond))
+	}
+	return 0
 }

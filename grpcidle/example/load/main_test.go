@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +29,18 @@ func echo(t *testing.T) string {
 				in := new(wrapperspb.StringValue)
 				err := dec(in)
 				return in, err
+			}}},
+		Streams: []grpc.StreamDesc{{StreamName: "Chat", ServerStreams: true, ClientStreams: true,
+			Handler: func(_ any, ss grpc.ServerStream) error {
+				for {
+					m := new(wrapperspb.StringValue)
+					if err := ss.RecvMsg(m); err != nil {
+						return nil
+					}
+					if err := ss.SendMsg(m); err != nil {
+						return err
+					}
+				}
 			}}},
 	}, struct{}{})
 	go srv.Serve(ln)
@@ -69,6 +83,32 @@ func TestRunFails(t *testing.T) {
 		errb.Reset()
 		if code := run(context.Background(), args, &out, &errb); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestRunStreams(t *testing.T) {
+	addr := echo(t)
+	var out, errb strings.Builder
+	args := []string{"-addr", addr, "-streams", "5", "-bursts", "2", "-messages", "3", "-every", "1ms", "-settle", "10ms",
+		"-size", "100", "-pid", fmt.Sprint(os.Getpid()), "-json"}
+	if code := run(context.Background(), args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var r StreamsResult
+	if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
+		t.Fatalf("%q: %v", out.String(), err)
+	}
+	if r.Streams != 5 || r.Messages != 30 || r.P50 <= 0 || r.P99 < r.P50 || r.StartRSS == 0 || len(r.Settled) != 2 || len(r.CPU) != 2 {
+		t.Errorf("result %+v", r)
+	}
+	out.Reset()
+	if code := run(context.Background(), args[:len(args)-1], &out, &errb); code != 0 || !strings.Contains(out.String(), "burst 2: the server holds") {
+		t.Errorf("exit %d, output %q", code, out.String())
+	}
+	for _, bad := range [][]string{{"-streams", "-1"}, {"-streams", "2", "-messages", "0"}, {"-streams", "2", "-every", "0s"}} {
+		if code := run(context.Background(), bad, &out, &errb); code != 2 {
+			t.Errorf("%v: exit %d, want 2", bad, code)
 		}
 	}
 }
