@@ -19,4 +19,21 @@
 // ratios to the stepper-off server, writes results.json and draws an RSS
 // chart per gap length (first round) into -out. It needs wrk (Debian:
 // apt-get install wrk) and Linux's /proc.
+//
+// With -day it runs a day's schedule instead: bursts of different sizes
+// and quiet gaps from 1 s to past the runtime's forced collection (two
+// minutes), for examples/web under wrk and grpcidle's example server under
+// its example/load (-servers), each configuration in a server process of
+// its own, interleaved. Besides on, off and gogc=N, the configurations
+// include memlimit=N (GOMEMLIMIT), tuner (a GOGC tuner, as bytedance's
+// gctuner) and freeos (debug.FreeOSMemory every 10 s):
+//
+//	go run ./bench/web -day long -rounds 1     # 48 min
+//	go run ./bench/web -day medium -rounds 2   # 25 min
+//	go run ./bench/web -day short -rounds 1    # 1 min, for CI
+//
+// It prints, per server, the RSS over start-up integrated over the run
+// (RSS·s), the RSS at the end of each gap, and p99, req/s and CPU per
+// request as ratios to the plain server (off), writes day/day.json and
+// draws day/day-web.png and day/day-grpc.png into -out.
 package main
