@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -234,28 +233,9 @@ func runDaySession(ctx context.Context, t target, bin string, c config, steps []
 		return s, err
 	}
 	start := time.Now()
-	stop := make(chan struct{})
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tk := time.NewTicker(50 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			if rss, err := readRSS(srv.pid); err == nil {
-				mu.Lock()
-				s.Samples = append(s.Samples, sample{time.Since(start), rss})
-				mu.Unlock()
-			}
-			select {
-			case <-stop:
-				return
-			case <-tk.C:
-			}
-		}
-	})
+	stopSampling := sampleRSS(srv.pid, 50*time.Millisecond, start)
 	defer func() {
-		close(stop)
-		wg.Wait()
+		s.Samples = stopSampling()
 		s.Summary = srv.stop()
 	}()
 	time.Sleep(300 * time.Millisecond) // settled, before any load

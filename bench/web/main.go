@@ -253,28 +253,9 @@ func runSession(ctx context.Context, o *options, c config, gap time.Duration, n 
 		return s, err
 	}
 	start := time.Now()
-	stopSampling := make(chan struct{})
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for {
-			if rss, err := readRSS(srv.pid); err == nil {
-				mu.Lock()
-				s.Samples = append(s.Samples, sample{time.Since(start), rss})
-				mu.Unlock()
-			}
-			select {
-			case <-stopSampling:
-				return
-			case <-t.C:
-			}
-		}
-	})
+	stopSampling := sampleRSS(srv.pid, 20*time.Millisecond, start)
 	defer func() {
-		close(stopSampling)
-		wg.Wait()
+		s.Samples = stopSampling()
 		s.Summary = srv.stop()
 	}()
 
@@ -337,6 +318,34 @@ func runSession(ctx context.Context, o *options, c config, gap time.Duration, n 
 		}
 	}
 	return s, nil
+}
+
+// sampleRSS reads process pid's RSS every period, stamped with the time
+// since start, until the returned stop is called; stop returns the
+// samples.
+func sampleRSS(pid int, period time.Duration, start time.Time) (stop func() []sample) {
+	var samples []sample
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			if rss, err := readRSS(pid); err == nil {
+				samples = append(samples, sample{time.Since(start), rss})
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() []sample {
+		close(done)
+		wg.Wait()
+		return samples
+	}
 }
 
 // loadAverage is the one-minute load average, or -1.
