@@ -150,7 +150,7 @@ func (m *metricsReader) cycles() uint64 {
 // A call to debug.SetGCPercent by the program inside that moment returns
 // 1; its own value stays (the kicker sees it set and puts it back), and a
 // program that saves and later restores the 1 is repaired by the next
-// look (see Runtime.repair).
+// look or by the last Close (see core.repair).
 type kicker struct {
 	m   *metricsReader
 	buf []byte // the trigger allocation, kept so that it escapes
