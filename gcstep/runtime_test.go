@@ -337,12 +337,14 @@ func TestGOGCOffBoundedThroughWork(t *testing.T) {
 			rts[i].Close()
 		}
 		peak := max(peaks[0], peaks[n-1])
-		// GOGC=100 would allow twice the live heap, at least 4 MiB; the
-		// buffers in flight are the live heap here: two or four of 32 KiB.
-		// (Four goroutines a Work allocating flat out overshoot that goal
-		// at GOGC=100 too, up to 83 MiB in bench/bounded: this checks
-		// the bound, not the pacer's lag.)
-		check(t, peak < 64<<20, "%d Runtimes: heap reached %d MiB under GOGC=off", n, peak>>20)
+		// Unbounded, the heap would reach the total allocated (at least
+		// 256 MiB). Bounded, it stays where GOGC=100 keeps it: the
+		// buffers in flight are two or four of 32 KiB, but goroutines
+		// allocating flat out through a cycle's mark make what it marks
+		// (allocated black) tens of MiB, and the goal follows: GOGC=100
+		// without a Runtime reached 50-70 MiB on this burst in some runs,
+		// so the check is for bounded, not for the pacer's lag.
+		check(t, peak < 128<<20, "%d Runtimes: heap reached %d MiB under GOGC=off", n, peak>>20)
 		equal(t, "GOGC after the last Close", debug.SetGCPercent(-1), -1)
 		equal(t, "memory limit after the last Close", debug.SetMemoryLimit(-1), int64(math.MaxInt64))
 	}
