@@ -9,8 +9,13 @@
 // one (netloop.WithLoops says why); -loops N asks for N, which pays only on
 // cores the clients leave free.
 //
-// SIGINT or SIGTERM shut it down gracefully (connections finish writing
-// their replies, for up to five seconds) and it prints a one-line summary.
+// -stepper off serves without the idle stepper; -baseline tuner or freeos
+// then adds what services do by hand instead (a GOGC tuner, or
+// debug.FreeOSMemory on a timer), for comparisons such as bench/web's day.
+//
+// It prints where it serves as its first line on stdout. SIGINT or SIGTERM
+// shut it down gracefully (connections finish writing their replies, for
+// up to five seconds) and it prints a one-line summary.
 // The command code is package resp's; this file is the server.
 package main
 
@@ -28,6 +33,7 @@ import (
 
 	"github.com/idlemux/idlemux/examples/kv/resp"
 	"github.com/idlemux/idlemux/gcstep"
+	"github.com/idlemux/idlemux/internal/gcbaseline"
 	"github.com/idlemux/idlemux/netloop"
 )
 
@@ -39,15 +45,30 @@ func main() {
 		fmt.Sprintf("(GOMAXPROCS is %d here)", runtime.GOMAXPROCS(0)))
 	stepper := flag.String("stepper", "on", "collect garbage while the loops are idle: on or off")
 	reusePort := flag.Bool("reuseport", false, "one listening socket per loop (SO_REUSEPORT) instead of one shared")
+	baseline := flag.String("baseline", "none", "`"+gcbaseline.Names+"`: with -stepper off, what a service does by hand instead:\n"+
+		"a GOGC tuner or debug.FreeOSMemory on a timer")
 	flag.Parse()
-	if (*stepper != "on" && *stepper != "off") || *loops < 1 || flag.NArg() > 0 {
-		flag.Usage()
-		os.Exit(2)
+	switch {
+	case *stepper != "on" && *stepper != "off":
+		usage("-stepper: want on or off")
+	case *loops < 1:
+		usage("-loops: want at least 1")
+	case !gcbaseline.Valid(*baseline):
+		usage("-baseline: want " + gcbaseline.Names)
+	case *stepper == "on" && *baseline != "none":
+		usage("-baseline needs -stepper off")
+	case flag.NArg() > 0:
+		usage(fmt.Sprintf("unexpected argument %q", flag.Arg(0)))
 	}
 	var rt *gcstep.Runtime
 	if *stepper == "on" {
 		rt = gcstep.NewRuntime()
 	}
+	stopBaseline, err := gcbaseline.Start(*baseline)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stopBaseline()
 	var store resp.Store
 	srv, err := netloop.Listen("tcp", *addr, netloop.HandlerFuncs{Data: func(c *netloop.Conn) {
 		var n int
@@ -75,7 +96,10 @@ func main() {
 			log.Printf("shutdown: %v", err)
 		}
 	}()
-	log.Printf("kv: serving on %v with %d loops, stepper %s", srv.Addr(), *loops, *stepper)
+	if *baseline != "none" {
+		*stepper += ", " + *baseline
+	}
+	fmt.Printf("kv: serving on %v with %d loops, stepper %s\n", srv.Addr(), *loops, *stepper)
 	if err := srv.Serve(); err != nil {
 		log.Fatal(err)
 	}
@@ -87,6 +111,13 @@ func main() {
 			gs.CyclesInline, gs.Releases, gs.StepTime.Round(time.Millisecond), gs.DeclinedBudget)
 	}
 	fmt.Println(summary)
+}
+
+// usage reports a bad command line and exits with status 2.
+func usage(msg string) {
+	fmt.Fprintln(os.Stderr, msg)
+	flag.Usage()
+	os.Exit(2)
 }
 
 // stepperOrNil keeps a nil *gcstep.Runtime from becoming a non-nil

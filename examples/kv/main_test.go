@@ -21,7 +21,7 @@ const timeout = 20 * time.Second
 
 // kv builds the server and starts it on a free port; it returns the
 // address, and a function that stops it with sig and returns what it
-// printed on stdout.
+// printed on stdout after the line that says where it serves.
 func kv(t *testing.T, args ...string) (addr string, stop func(sig unix.Signal) string) {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
@@ -31,15 +31,15 @@ func kv(t *testing.T, args ...string) (addr string, stop func(sig unix.Signal) s
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "build: %s", out)
 	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill() })
 	lines := make(chan string, 16)
 	go func() {
-		s := bufio.NewScanner(stderr)
+		s := bufio.NewScanner(stdout)
 		for s.Scan() {
 			lines <- s.Text()
 		}
@@ -47,7 +47,7 @@ func kv(t *testing.T, args ...string) (addr string, stop func(sig unix.Signal) s
 	}()
 	select {
 	case line := <-lines:
-		m := regexp.MustCompile(`serving on (\S+)`).FindStringSubmatch(line)
+		m := regexp.MustCompile(`^kv: serving on (\S+) with \d+ loops, stepper `).FindStringSubmatch(line)
 		require.NotNil(t, m, "first line: %q", line)
 		addr = m[1]
 	case <-time.After(timeout):
@@ -55,6 +55,10 @@ func kv(t *testing.T, args ...string) (addr string, stop func(sig unix.Signal) s
 	}
 	stop = func(sig unix.Signal) string {
 		require.NoError(t, cmd.Process.Signal(sig))
+		var rest strings.Builder
+		for line := range lines { // closed at exit
+			rest.WriteString(line + "\n")
+		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		select {
@@ -63,10 +67,10 @@ func kv(t *testing.T, args ...string) (addr string, stop func(sig unix.Signal) s
 		case <-time.After(timeout):
 			t.Fatal("the server did not exit")
 		}
-		for line := range lines {
-			t.Logf("stderr: %s", line)
+		if stderr.Len() > 0 {
+			t.Logf("stderr: %s", stderr.String())
 		}
-		return stdout.String()
+		return rest.String()
 	}
 	return addr, stop
 }
@@ -126,4 +130,34 @@ func TestRedisTools(t *testing.T) {
 
 	summary := stop(unix.SIGINT)
 	assert.Regexp(t, `^kv: \d+ connections, \d+ requests\n$`, summary)
+}
+
+// TestBaseline: -baseline runs beside -stepper off only, and the first
+// line says which.
+func TestBaseline(t *testing.T) {
+	addr, stop := kv(t, "-stepper", "off", "-baseline", "freeos")
+	c := dial(t, addr)
+	_, err := c.Write([]byte("PING\r\n"))
+	require.NoError(t, err)
+	got := make([]byte, len("+PONG\r\n"))
+	_, err = io.ReadFull(c, got)
+	require.NoError(t, err)
+	assert.Equal(t, "+PONG\r\n", string(got))
+	assert.Regexp(t, `^kv: 1 connections, 1 requests\n$`, stop(unix.SIGTERM))
+
+	bin := filepath.Join(t.TempDir(), "kv")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "build: %s", out)
+	for _, args := range [][]string{
+		{"-baseline", "tuner"}, // the stepper is on by default
+		{"-stepper", "off", "-baseline", "gctuner"},
+		{"-stepper", "maybe"},
+		{"-loops", "0"},
+	} {
+		out, err := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...).CombinedOutput()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%v: %s", args, out)
+		assert.Equal(t, 2, exit.ExitCode(), "%v", args)
+		assert.Contains(t, string(out), "Usage", "%v", args)
+	}
 }
