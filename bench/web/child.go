@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ type config struct {
 	GOGC     string // "" for the default
 	MemLimit string // GOMEMLIMIT; "" for none
 	Baseline string // the server's -baseline; "" for none
+	Procs    int    // the server's GOMAXPROCS; 0 for the runtime's default
 }
 
 // parseConfig reads on, off, gogc=N (the server with the stepper off
@@ -94,7 +96,7 @@ func startServer(ctx context.Context, t target, bin string, cfg config) (*server
 	cmd := exec.CommandContext(ctx, bin, args...)
 	env := []string{}
 	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "GOGC=") && !strings.HasPrefix(e, "GOMEMLIMIT=") {
+		if !strings.HasPrefix(e, "GOGC=") && !strings.HasPrefix(e, "GOMEMLIMIT=") && !strings.HasPrefix(e, "GOMAXPROCS=") {
 			env = append(env, e)
 		}
 	}
@@ -103,6 +105,9 @@ func startServer(ctx context.Context, t target, bin string, cfg config) (*server
 	}
 	if cfg.MemLimit != "" {
 		env = append(env, "GOMEMLIMIT="+cfg.MemLimit)
+	}
+	if cfg.Procs > 0 {
+		env = append(env, "GOMAXPROCS="+strconv.Itoa(cfg.Procs))
 	}
 	cmd.Env = env
 	cmd.Stderr = os.Stderr

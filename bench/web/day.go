@@ -69,6 +69,7 @@ type dayReport struct {
 	Servers  []string      `json:"servers"`
 	Configs  []string      `json:"configs"`
 	Rounds   int           `json:"rounds"`
+	Procs    int           `json:"procs,omitempty"` // the servers' GOMAXPROCS; 0: the default
 	Start    time.Time     `json:"start"`
 	Took     time.Duration `json:"took_ns"`
 	Sessions []daySession  `json:"sessions"`
@@ -106,7 +107,7 @@ func runDay(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	rep := &dayReport{Schedule: o.day, Rounds: o.rounds, Start: time.Now()}
+	rep := &dayReport{Schedule: o.day, Rounds: o.rounds, Procs: o.procs, Start: time.Now()}
 	for _, t := range targets {
 		rep.Servers = append(rep.Servers, t.Name)
 	}
@@ -173,8 +174,17 @@ func buildTargets(ctx context.Context, o *options, dir string) ([]target, []stri
 				return nil, nil, err
 			}
 			ts, bins = append(ts, grpcTarget(load, o.size)), append(bins, srv)
+		case "kv":
+			if _, err := exec.LookPath("redis-benchmark"); err != nil {
+				return nil, nil, fmt.Errorf("redis-benchmark not found (Debian: apt-get install redis-tools): %v", err)
+			}
+			bin := filepath.Join(dir, "kv-server")
+			if err := goBuild(ctx, "", bin, "./examples/kv"); err != nil {
+				return nil, nil, err
+			}
+			ts, bins = append(ts, kvTarget(o.kvRate, o.size, o.kvKeys)), append(bins, bin)
 		default:
-			return nil, nil, fmt.Errorf("unknown server %q: want web or grpc", name)
+			return nil, nil, fmt.Errorf("unknown server %q: want web, grpc or kv", name)
 		}
 	}
 	return ts, bins, nil
@@ -338,8 +348,12 @@ func printDay(w io.Writer, rep *dayReport) {
 		total += st.Burst + st.Gap
 		steps[i] = fmt.Sprintf("%v@%d+%v", st.Burst, st.Conns, st.Gap)
 	}
-	fmt.Fprintf(w, "day schedule (%v: %s), %d rounds, took %v; medians over rounds, ×off the median of the rounds' ratios\n",
-		total, strings.Join(steps, ","), rep.Rounds, rep.Took.Round(time.Second))
+	procs := ""
+	if rep.Procs > 0 {
+		procs = fmt.Sprintf(", servers at GOMAXPROCS=%d", rep.Procs)
+	}
+	fmt.Fprintf(w, "day schedule (%v: %s)%s, %d rounds, took %v; medians over rounds, ×off the median of the rounds' ratios\n",
+		total, strings.Join(steps, ","), procs, rep.Rounds, rep.Took.Round(time.Second))
 	for _, server := range rep.Servers {
 		fmt.Fprintf(w, "\n%s\n\n", server)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -22,9 +22,11 @@
 //
 // With -day it runs a day's schedule instead: bursts of different sizes
 // and quiet gaps from 1 s to past the runtime's forced collection (two
-// minutes), for examples/web under wrk and grpcidle's example server under
-// its example/load (-servers), each configuration in a server process of
-// its own, interleaved. Besides on, off and gogc=N, the configurations
+// minutes), for examples/web under wrk, grpcidle's example server under
+// its example/load and examples/kv under redis-benchmark (-servers; kv's
+// bursts are counts of requests, -kv-rate a second, as redis-benchmark
+// knows no duration), each configuration in a server process of its own,
+// interleaved. Besides on, off and gogc=N, the configurations
 // include memlimit=N (GOMEMLIMIT), tuner (a GOGC tuner, as bytedance's
 // gctuner) and freeos (debug.FreeOSMemory every 10 s):
 //
@@ -35,5 +37,5 @@
 // It prints, per server, the RSS over start-up integrated over the run
 // (RSS·s), the RSS at the end of each gap, and p99, req/s and CPU per
 // request as ratios to the plain server (off), writes day/day.json and
-// draws day/day-web.png and day/day-grpc.png into -out.
+// draws day/day-<server>.png for each server into -out.
 package main

@@ -32,7 +32,10 @@ type options struct {
 	bin     string
 	day     []dayStep // the day schedule; nil: the gap sessions
 	servers []string  // the day's servers
-	size    int       // the gRPC calls' bytes
+	size    int       // the gRPC calls' and kv values' bytes
+	kvRate  int       // requests a second a kv burst is sized for
+	kvKeys  int       // keys the kv bursts SET and GET
+	procs   int       // the servers' GOMAXPROCS; 0 leaves the runtime's default
 }
 
 // dayConfigs are the day schedule's configurations unless -configs says.
@@ -51,8 +54,13 @@ func main() {
 	flag.StringVar(&o.out, "out", "bench/out/web", "`directory` for results.json and the charts")
 	flag.StringVar(&o.bin, "web", "", "examples/web `binary` (default: built from this module)")
 	day := flag.String("day", "", "run the day `schedule` instead of the gap sessions: long, medium, short, or steps burst@conns+gap,... (see day.go); its configurations default to "+dayConfigs)
-	servers := flag.String("servers", "web,grpc", "`list` of servers for -day: web (examples/web under wrk), grpc (grpcidle's example server under its example/load)")
-	flag.IntVar(&o.size, "size", 4096, "`bytes` in each gRPC call of -day, echoed back")
+	servers := flag.String("servers", "web,grpc", "`list` of servers for -day: web (examples/web under wrk), grpc (grpcidle's example server under its example/load),\n"+
+		"kv (examples/kv under redis-benchmark)")
+	flag.IntVar(&o.size, "size", 4096, "`bytes` in each gRPC call of -day, echoed back, and in each kv value")
+	flag.IntVar(&o.kvRate, "kv-rate", 40000, "requests a `second` a kv burst is sized for: a burst of d is d×rate requests\n"+
+		"(redis-benchmark runs a count, not a duration)")
+	flag.IntVar(&o.kvKeys, "kv-keys", 1000, "`keys` the kv bursts SET and GET at random")
+	flag.IntVar(&o.procs, "procs", 0, "the servers' GOMAXPROCS (`n`; 0: the runtime's default, one per CPU); the clients keep theirs")
 	replot := flag.Bool("replot", false, "measure nothing: print the table and draw the charts of -out's results.json (-steady: its steady session's length, if results.json does not say)")
 	flag.Parse()
 	if *replot {
@@ -75,12 +83,16 @@ func main() {
 			*configs = dayConfigs
 		}
 	}
-	if err := o.parseLists(*configs, *gaps); err != nil || flag.NArg() > 0 || o.rounds < 1 || o.bursts < 1 || o.burst < time.Second {
+	if err := o.parseLists(*configs, *gaps); err != nil || flag.NArg() > 0 || o.rounds < 1 || o.bursts < 1 || o.burst < time.Second ||
+		o.size < 1 || o.kvRate < 1 || o.kvKeys < 1 || o.procs < 0 {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "web:", err)
 		}
 		flag.Usage()
 		os.Exit(2)
+	}
+	for i := range o.configs {
+		o.configs[i].Procs = o.procs
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, unix.SIGTERM)
 	defer stop()

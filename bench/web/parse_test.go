@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +92,31 @@ func TestParseSchedule(t *testing.T) {
 	for _, in := range []string{"", "2s", "2s@32", "2s+5s", "1500ms@8+1s", "0s@8+1s", "2s@0+1s", "2s@x+1s", "2s@8+0s", "2s@8+1s,"} {
 		_, err := parseSchedule(in)
 		assert.Error(t, err, in)
+	}
+}
+
+const redisCSV = `"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+"SET","22831.05","0.961","0.168","0.631","3.271","6.983","11.743"
+"GET","30959.75","0.661","0.056","0.543","1.407","3.247","6.543"
+`
+
+func TestParseRedisCSV(t *testing.T) {
+	r, err := parseRedisCSV(redisCSV, 20000)
+	require.NoError(t, err)
+	assert.Equal(t, 40000, r.Requests)
+	assert.Equal(t, 631*time.Microsecond, r.P50)
+	assert.Equal(t, 6983*time.Microsecond, r.P99)
+	secs := 20000/22831.05 + 20000/30959.75
+	assert.InDelta(t, 40000/secs, r.ReqPerSec, 0.01)
+
+	for _, bad := range []string{
+		"",
+		`"test","rps"` + "\n" + `"SET","1"` + "\n", // no latency columns
+		strings.Replace(redisCSV, `"22831.05"`, `"0.00"`, 1),
+		strings.Replace(redisCSV, `"6.983"`, `"x"`, 1),
+		"Could not connect to Redis at 127.0.0.1:1: Connection refused\n",
+	} {
+		_, err := parseRedisCSV(bad, 20000)
+		assert.Error(t, err, "%q", bad)
 	}
 }
