@@ -25,6 +25,9 @@ type StreamsResult struct {
 	// P50 and P99 are of the messages' round trips: sent to echoed.
 	P50 time.Duration `json:"p50_ns"`
 	P99 time.Duration `json:"p99_ns"`
+	// FirstP99 is the p99 of each stream's first message in a burst, the
+	// first after a quiet settle: what the quiet's release costs them.
+	FirstP99 time.Duration `json:"first_p99_ns"`
 	// StartRSS is the server's VmRSS before the streams opened; Settled
 	// its VmRSS -settle after each burst's last echo, the streams all
 	// open and waiting; CPU its CPU time over each burst and its settle.
@@ -68,7 +71,7 @@ func streams(ctx context.Context, cfg config) (StreamsResult, error) {
 		}
 	}()
 	pad := strings.Repeat("x", cfg.size)
-	var all []time.Duration
+	var all, first []time.Duration
 	for b := range cfg.bursts {
 		cpu0, err := serverCPU(cfg.pid)
 		if err != nil {
@@ -90,6 +93,9 @@ func streams(ctx context.Context, cfg config) (StreamsResult, error) {
 		}
 		for _, l := range lat {
 			all = append(all, l...)
+			if len(l) > 0 {
+				first = append(first, l[0])
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -112,6 +118,10 @@ func streams(ctx context.Context, cfg config) (StreamsResult, error) {
 	res.Messages = len(all)
 	if len(all) > 0 {
 		res.P50, res.P99 = all[len(all)/2], all[min(len(all)*99/100, len(all)-1)]
+	}
+	slices.Sort(first)
+	if len(first) > 0 {
+		res.FirstP99 = first[min(len(first)*99/100, len(first)-1)]
 	}
 	return res, nil
 }
