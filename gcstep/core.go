@@ -155,7 +155,8 @@ func (c *core) leave() {
 	c.wg.Wait()
 	c.mu.Lock()
 	c.unbound()
-	c.repairAtClose()
+	c.env.read(&c.r) // no look comes after this one: repair from a reading of now
+	c.repair()
 	c.mu.Unlock()
 	if c.onClose != nil {
 		c.onClose()
@@ -320,20 +321,6 @@ func (c *core) repair() {
 		c.r.gogc = c.gogc
 		c.stats.GOGCRepaired++
 	}
-}
-
-// repairAtClose is repair without a look to come: the program's GOGC
-// goes back unless the program set another one since the last reading.
-// Called with mu held, once no kick can be in flight.
-func (c *core) repairAtClose() {
-	if c.gogc == kickGOGC {
-		return
-	}
-	if got := c.env.setGCPercent(c.gogc); got != kickGOGC {
-		c.env.setGCPercent(got) // the program's own: it stays
-		return
-	}
-	c.stats.GOGCRepaired++
 }
 
 func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapshot {

@@ -247,6 +247,25 @@ func TestGOGCRepaired(t *testing.T) {
 	equal(t, "repairs", rt.Stats().GOGCRepaired, uint64(1))
 }
 
+// TestGOGCRepairedAtClose: with no look to come, the last Close repairs
+// a GOGC the program restored to the kick's 1 % after the last look, and
+// leaves one the program set itself.
+func TestGOGCRepairedAtClose(t *testing.T) {
+	f := newFake(profiles[2])
+	rt := newRuntimeEnv(f.env())
+	rt.Step(0)
+	f.gogc = kickGOGC
+	rt.Close()
+	equal(t, "GOGC after the last Close", f.gogc, 100)
+
+	f2 := newFake(profiles[2])
+	rt2 := newRuntimeEnv(f2.env())
+	rt2.Step(0)
+	f2.gogc = 300 // the program's own, set after the last look
+	rt2.Close()
+	equal(t, "GOGC after the last Close", f2.gogc, 300)
+}
+
 // TestRuntimesJoin: a second NewRuntime joins the first: one state, one
 // bound; the program's GOGC and limit are back after the last Close.
 func TestRuntimesJoin(t *testing.T) {
