@@ -188,8 +188,13 @@ func drive(ctx context.Context, cfg config) (Result, error) {
 	slices.Sort(all)
 	r.Calls = len(all)
 	r.CallsPerSec = float64(len(all)) / took.Seconds()
-	r.P50, r.P99 = all[len(all)/2], all[min(len(all)*99/100, len(all)-1)]
+	r.P50, r.P99 = quantile(all, 50), quantile(all, 99)
 	return r, nil
+}
+
+// quantile is the q-th percentile of sorted, which is not empty.
+func quantile(sorted []time.Duration, q int) time.Duration {
+	return sorted[min(len(sorted)*q/100, len(sorted)-1)]
 }
 
 // runStreams is run for -streams.

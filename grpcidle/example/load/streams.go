@@ -117,11 +117,11 @@ func streams(ctx context.Context, cfg config) (StreamsResult, error) {
 	slices.Sort(all)
 	res.Messages = len(all)
 	if len(all) > 0 {
-		res.P50, res.P99 = all[len(all)/2], all[min(len(all)*99/100, len(all)-1)]
+		res.P50, res.P99 = quantile(all, 50), quantile(all, 99)
 	}
 	slices.Sort(first)
 	if len(first) > 0 {
-		res.FirstP99 = first[min(len(first)*99/100, len(first)-1)]
+		res.FirstP99 = quantile(first, 99)
 	}
 	return res, nil
 }
