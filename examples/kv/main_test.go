@@ -19,10 +19,9 @@ import (
 
 const timeout = 20 * time.Second
 
-// kv builds the server and starts it on a free port; it returns the
-// address, and a function that stops it with sig and returns what it
-// printed on stdout after the line that says where it serves.
-func kv(t *testing.T, args ...string) (addr string, stop func(sig unix.Signal) string) {
+// build builds the server into a temporary directory and returns its
+// path.
+func build(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command to build the server with")
@@ -30,6 +29,20 @@ func kv(t *testing.T, args ...string) (addr string, stop func(sig unix.Signal) s
 	bin := filepath.Join(t.TempDir(), "kv")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "build: %s", out)
+	return bin
+}
+
+// kv builds the server and starts it on a free port (see start).
+func kv(t *testing.T, args ...string) (addr string, stop func(sig unix.Signal) string) {
+	t.Helper()
+	return start(t, build(t), args...)
+}
+
+// start starts the server bin on a free port; it returns the address,
+// and a function that stops it with sig and returns what it printed on
+// stdout after the line that says where it serves.
+func start(t *testing.T, bin string, args ...string) (addr string, stop func(sig unix.Signal) string) {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -135,7 +148,8 @@ func TestRedisTools(t *testing.T) {
 // TestBaseline: -baseline runs beside -stepper off only, and the first
 // line says which.
 func TestBaseline(t *testing.T) {
-	addr, stop := kv(t, "-stepper", "off", "-baseline", "freeos")
+	bin := build(t)
+	addr, stop := start(t, bin, "-stepper", "off", "-baseline", "freeos")
 	c := dial(t, addr)
 	_, err := c.Write([]byte("PING\r\n"))
 	require.NoError(t, err)
@@ -145,9 +159,6 @@ func TestBaseline(t *testing.T) {
 	assert.Equal(t, "+PONG\r\n", string(got))
 	assert.Regexp(t, `^kv: 1 connections, 1 requests\n$`, stop(unix.SIGTERM))
 
-	bin := filepath.Join(t.TempDir(), "kv")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "build: %s", out)
 	for _, args := range [][]string{
 		{"-baseline", "tuner"}, // the stepper is on by default
 		{"-stepper", "off", "-baseline", "gctuner"},
