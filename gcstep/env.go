@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"time"
 )
 
@@ -23,6 +24,9 @@ type reading struct {
 	objects  uint64 // /memory/classes/heap/objects:bytes: live objects and garbage not yet swept
 	free     uint64 // /memory/classes/heap/free:bytes: free pages not returned to the OS
 	released uint64 // /memory/classes/heap/released:bytes
+	// scavenged is the runtime scavenger's CPU time so far
+	// (/cpu/classes/scavenge/total).
+	scavenged time.Duration
 }
 
 // env is the seam between the Runtime and the world. NewRuntime fills it
@@ -50,6 +54,9 @@ type env struct {
 	spawn func(f func())
 	// procs is GOMAXPROCS.
 	procs func() int
+	// faultPrice is what faulting back one page the runtime returned to
+	// the OS costs the process, measured once.
+	faultPrice func() time.Duration
 	// setGCPercent and setMemoryLimit are runtime/debug's.
 	setGCPercent   func(int) int
 	setMemoryLimit func(int64) int64
@@ -77,10 +84,14 @@ func realEnv() env {
 		release:        releaseMemory,
 		spawn:          func(f func()) { go f() },
 		procs:          func() int { return runtime.GOMAXPROCS(0) },
+		faultPrice:     faultPrice,
 		setGCPercent:   debug.SetGCPercent,
 		setMemoryLimit: debug.SetMemoryLimit,
 	}
 }
+
+// faultPrice is measureFault's, once a process.
+var faultPrice = sync.OnceValue(measureFault)
 
 // releaseMemory collects twice and returns the free memory to the OS:
 // what sync.Pool holds (net/http's buffered readers and writers) survives
@@ -108,6 +119,7 @@ var readingNames = [...]string{
 	"/memory/classes/heap/objects:bytes",
 	"/memory/classes/heap/unused:bytes",
 	"/memory/classes/heap/free:bytes",
+	"/cpu/classes/scavenge/total:cpu-seconds",
 }
 
 func newMetricsReader() *metricsReader {
@@ -129,6 +141,7 @@ func (m *metricsReader) read(r *reading) {
 	r.mapped = u(8) - r.released
 	r.objects, r.free = u(10), u(12)
 	r.heap = r.objects + u(11) + r.free
+	r.scavenged = time.Duration(m.s[13].Value.Float64() * float64(time.Second))
 }
 
 // cycles reads the count of completed cycles alone.
