@@ -49,7 +49,16 @@ type core struct {
 	releasing   bool
 	releasedAt  uint64 // allocs when the last release ended
 	releasedFor int64  // the quiet stretch the last release was for (its start, ns)
-	quietFrom   int64  // the start of the quiet stretch the last snapshot found
+	// scavAt and relAt are the scavenger's CPU and the bytes released
+	// at the last look; oursLast is whether the last cycle seen to end
+	// was ours; ourReleased the bytes returned because of us and not
+	// yet faulted back: by a release of ours (relBytes), by the
+	// scavenger after a cycle of ours (scavBytes); see churn.
+	scavAt              time.Duration
+	relAt               uint64
+	oursLast            bool
+	relBytes, scavBytes uint64
+	quietFrom           int64 // the start of the quiet stretch the last snapshot found
 
 	nextLook atomic.Int64 // Lull says no before this (env.now, ns)
 	// wallV and wallT are wall's price and when it was learned, for Lull,
@@ -115,6 +124,7 @@ func newCore(e env, cfg config, hook bool) *core {
 	c.env.read(&c.r)
 	c.base, c.seen, c.releasedAt, c.prevSeen = c.r.allocs, c.r.cycles, c.r.allocs, c.r.allocs
 	c.gogc = c.r.gogc
+	c.scavAt, c.relAt = c.r.scavenged, c.r.released
 	c.cpuAt, c.earnAt = c.env.cpu(), c.env.now()
 	// releasedFor 0: a process that has done nothing since the Runtime
 	// was made has no quiet stretch to release (from is 0 there).
@@ -249,12 +259,19 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 	}
 	if len(c.dec) > 0 && out != OutcomeNone {
 		d := Decision{At: start, Budget: max(budget, 0), Outcome: out, Garbage: s.garbage, Live: s.live, Pile: s.pile,
-			Gap: s.gap, Wall: s.wall, Cost: s.cost, Tokens: s.tokens}
+			Gap: s.gap, Wall: s.wall, Cost: s.cost, Churn: s.churn, Tokens: s.tokens}
 		for _, f := range c.dec {
 			(*f)(d)
 		}
 	}
-	c.nextLook.Store(int64(c.env.now() + lookEvery))
+	next := lookEvery
+	if out == OutcomeBudget && !s.quiet {
+		// No look before the budget could pay for the cycle: it earns
+		// at most its share of GOMAXPROCS CPUs.
+		short := s.reserve + charge(s.cost, s.garbage, s.pile) + s.churn - s.tokens
+		next = max(next, time.Duration(float64(short)/(c.cfg.budget*float64(s.procs))))
+	}
+	c.nextLook.Store(int64(c.env.now() + next))
 	c.stats.StepTime += c.env.now() - start
 	return budget <= 0 && out == OutcomeDue
 }
@@ -267,6 +284,7 @@ func (c *core) learn(l *Loop, now time.Duration) {
 		n := r.cycles - c.seen
 		mine := min(n, c.ours)
 		c.ours -= mine
+		c.oursLast = mine == n
 		c.stats.CyclesOther += n - mine
 		c.seen, c.base = r.cycles, r.allocs
 		c.stats.LiveAfterCycle = r.live
@@ -288,6 +306,7 @@ func (c *core) learn(l *Loop, now time.Duration) {
 		l.lastWork.Store(int64(now)) // a caller that reports nothing: allocation is its activity
 	}
 	c.prevSeen = r.allocs
+	c.churn()
 	c.earn(now)
 	c.repair()
 	c.bound()
@@ -333,6 +352,15 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 	}
 	if !c.unbounded() && r.goal > r.live {
 		s.pile = r.goal - r.live
+	}
+	// After a cycle the scavenger keeps the heap's pages to a tenth
+	// above those in use (see churn): the pages beyond that go, and
+	// those the heap grows back into before the pacer's goal come back
+	// as faults.
+	inUse := r.heap - r.free
+	keep, back := inUse+inUse/10, min(r.heap, r.goal+r.goal/10)
+	if back > keep {
+		s.churn = time.Duration((back-keep)/pageSize) * c.env.faultPrice()
 	}
 	if l != nil {
 		s.gap = l.gap()
@@ -384,6 +412,7 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 		c.env.read(&c.r)
 		if c.r.cycles != c.seen {
 			c.ours--
+			c.oursLast = true
 			c.seen, c.base = c.r.cycles, c.r.allocs
 			c.stats.LiveAfterCycle = c.r.live
 		}
@@ -437,6 +466,11 @@ func (c *core) release() {
 		defer c.mu.Unlock()
 		c.ours += 2 // releaseMemory's two cycles are ours
 		c.env.read(&c.r)
+		if c.r.released > c.relAt {
+			c.relBytes = c.r.released - c.relAt // a new release: the last one's pages are its
+			c.scavBytes = 0
+		}
+		c.scavAt, c.relAt = c.r.scavenged, c.r.released
 		c.learn(nil, t1)
 		// The collector's CPU in its two cycles, or the release's wall
 		// time if longer (the scavenging runs on its goroutine). Not the
@@ -454,6 +488,52 @@ func (c *core) release() {
 		c.releasing, c.releasedAt = false, c.r.allocs
 	})
 }
+
+// churn charges what returning pages to the OS costs once the program
+// needs them again, where the Runtime made them go: the runtime
+// scavenger's CPU after a cycle of ours, and the faults that bring back
+// the pages it or a release of ours returned (a page each, at the
+// machine's measured price), as the program reuses them. The scavenger
+// keeps the heap's pages to a tenth above what the heap held when the
+// last cycle ended; a cycle of ours ends with the heap well below the
+// pacer's goal, so the pages the heap grows into before the next cycle
+// are returned and faulted back, over and over (measured on the urandom
+// stream with one P: 5-8 ms of scavenging and 300-700 more faults, 11 µs
+// each here, in half a second: as much as the cycles' own CPU); a
+// pacer's cycle ends where the heap went. The faults that bring back a
+// release's pages are part of that release's price (relCost), so that
+// the next release is priced with them. Called with mu held.
+func (c *core) churn() {
+	r := &c.r
+	var d time.Duration
+	if c.oursLast {
+		d = r.scavenged - c.scavAt
+		if r.released > c.relAt {
+			c.scavBytes += r.released - c.relAt
+		}
+	}
+	if r.released < c.relAt {
+		back := c.relAt - r.released
+		rel := min(back, c.relBytes)
+		scav := min(back-rel, c.scavBytes)
+		c.relBytes -= rel
+		c.scavBytes -= scav
+		price := c.env.faultPrice()
+		d += time.Duration(scav/pageSize) * price
+		if f := time.Duration(rel/pageSize) * price; f > 0 {
+			d += f
+			c.relCost.add(f)
+		}
+	}
+	c.scavAt, c.relAt = r.scavenged, r.released
+	if d > 0 {
+		c.pay(d)
+		c.stats.Churn += d
+	}
+}
+
+// pageSize is the page the OS faults back in.
+const pageSize = 4 << 10
 
 // quiet reports whether every loop and Work has been quiet for the quiet
 // period at now, and since when the process has been quiet (the latest

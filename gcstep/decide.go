@@ -19,6 +19,7 @@ type snapshot struct {
 	gap     time.Duration // the idle time the loop expects ahead (its recent gaps); 0: none known
 	wall    time.Duration // how long a cycle of ours holds the loop that waits for it
 	cost    time.Duration // what a cycle of ours that holds the loop costs the process, measured
+	churn   time.Duration // what faulting back the pages a cycle now would have returned costs
 	marking bool          // a cycle of ours is still marking
 	procs   int           // GOMAXPROCS: with one P nothing runs beside the loop
 	release time.Duration // what a release costs the process, measured
@@ -41,7 +42,9 @@ const (
 //
 // The budget says how much: a cycle or a release runs only while the
 // tokens it earned from the program's own CPU pay for its measured cost
-// (less the share of a pacer cycle it saves: see charge); cycles leave
+// (less the share of a pacer cycle it saves: see charge), and the pages
+// it would have the runtime return and the program fault back (churn);
+// cycles leave
 // the price of a release in reserve, so that a burst's cycles cannot
 // spend what returning its memory afterwards costs. The heap says
 // whether: there must be garbage enough to be worth a cycle's fixed
@@ -76,7 +79,7 @@ func decide(s snapshot) (action, Outcome) {
 	switch {
 	case s.procs > 1 && s.gap > 0 && s.wall > s.gap:
 		return doNothing, OutcomeGap
-	case s.tokens-s.reserve < charge(s.cost, s.garbage, s.pile):
+	case s.tokens-s.reserve < charge(s.cost, s.garbage, s.pile)+s.churn:
 		return doNothing, OutcomeBudget
 	case s.budget <= 0:
 		return doNothing, OutcomeDue
@@ -161,5 +164,6 @@ type Decision struct {
 	Gap    time.Duration // the loop's expected idle time ahead; 0: unknown
 	Wall   time.Duration // how long a cycle holds a loop that waits for it
 	Cost   time.Duration // what the cycle it would run costs the process, measured
+	Churn  time.Duration // what faulting back the pages the cycle would return costs
 	Tokens time.Duration // the budget left before the action
 }

@@ -2,7 +2,7 @@ package gcstep_test
 
 import (
 	"fmt"
-	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/idlemux/idlemux/gcstep"
@@ -47,9 +47,13 @@ func ExampleChain() {
 
 var buffers [][]byte
 
-// dropAndIdle makes 2 MiB of garbage for the examples and stays idle for
-// 100 ms, holding it.
+// dropAndIdle works for 100 ms of CPU (which earns the budget its share:
+// 10 ms at the examples' 10 %, enough for a first cycle and the pages it
+// would return, whatever the heap kept from before), makes 2 MiB of
+// garbage for the examples and stays idle for 100 ms, holding it.
 func dropAndIdle() {
+	for start := time.Now(); time.Since(start) < 100*time.Millisecond; {
+	}
 	for range 64 {
 		buffers = append(buffers, make([]byte, 32<<10))
 	}
@@ -61,8 +65,8 @@ func dropAndIdle() {
 // first is, as nothing has measured yet what a cycle costs; later ones as
 // the budget pays for them.
 func ExampleRuntime_Step() {
-	runtime.GC() // start from an empty heap
-	rt := gcstep.NewRuntime(gcstep.WithReleaseDelay(0))
+	debug.FreeOSMemory() // start from an empty heap, its free pages returned
+	rt := gcstep.NewRuntime(gcstep.WithBudget(0.1), gcstep.WithReleaseDelay(0))
 	defer rt.Close()
 
 	dropAndIdle() // 2 MiB of garbage, then 100 ms idle holding it
@@ -78,9 +82,9 @@ func ExampleRuntime_Step() {
 // every look at the heap with garbage enough, what it read, its prices and
 // its outcome. Recording into a buffer made beforehand allocates nothing.
 func ExampleWithDecisions() {
-	runtime.GC() // start from an empty heap
+	debug.FreeOSMemory() // start from an empty heap, its free pages returned
 	decisions := make([]gcstep.Decision, 0, 64)
-	rt := gcstep.NewRuntime(gcstep.WithReleaseDelay(0), gcstep.WithDecisions(func(d gcstep.Decision) {
+	rt := gcstep.NewRuntime(gcstep.WithBudget(0.1), gcstep.WithReleaseDelay(0), gcstep.WithDecisions(func(d gcstep.Decision) {
 		if len(decisions) < cap(decisions) {
 			decisions = append(decisions, d)
 		}

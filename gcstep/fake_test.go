@@ -7,14 +7,17 @@ import (
 )
 
 // A profile is what a machine charges: the process's CPU and the wall
-// time a loop waits for one cycle of ours, and what a release costs.
-// noise spreads each cycle's price uniformly by up to that share either
-// way.
+// time a loop waits for one cycle of ours, what a release costs, and
+// what the runtime's scavenger spends on a page it returns to the OS and
+// the process on faulting one back. noise spreads each cycle's price
+// uniformly by up to that share either way.
 type profile struct {
 	name      string
 	cycleWall time.Duration
 	cycleCPU  time.Duration
 	release   time.Duration
+	scavenge  time.Duration // a page
+	fault     time.Duration // a page
 	noise     float64
 	procs     int // GOMAXPROCS; 0: 2
 }
@@ -32,13 +35,22 @@ type profile struct {
 //   - one P: this VM with GOMAXPROCS=1, 0.15 ms of wall and CPU (the
 //     same measurement: 12-33 ms for 89 cycles);
 //   - contended: a core busy with another process, a cycle 5-10 times
-//     dearer and noisy (1.5 ms of wall, 2 ms of CPU, ±60 %).
+//     dearer and noisy (1.5 ms of wall, 2 ms of CPU, ±60 %);
+//   - bare metal, one P: 60 µs a cycle (a 1-P cycle of an almost empty
+//     heap takes 50-80 µs even on this VM: bench/machine).
+//
+// A page faulted back costs 0.2 µs on bare metal (a 4 KiB anonymous
+// fault) and 11 µs on this project's VMs (bench/machine's fault-4k:
+// 10-15 µs on both); returning it, in the scavenger's 64 KiB chunks, 0.1
+// µs on bare metal and 4-5 µs on the VMs (an madvise(MADV_DONTNEED) of
+// 16 pages: 60-80 µs).
 var profiles = []profile{
-	{name: "bare metal", cycleWall: 100 * us, cycleCPU: 100 * us, release: 1 * ms},
-	{name: "previous", cycleWall: 130 * us, cycleCPU: 250 * us, release: 2 * ms},
-	{name: "today", cycleWall: 280 * us, cycleCPU: 800 * us, release: 2 * ms, noise: 0.3},
-	{name: "one P", cycleWall: 150 * us, cycleCPU: 150 * us, release: 2 * ms, noise: 0.3, procs: 1},
-	{name: "contended", cycleWall: 1500 * us, cycleCPU: 2 * ms, release: 6 * ms, noise: 0.6},
+	{name: "bare metal", cycleWall: 100 * us, cycleCPU: 100 * us, release: 1 * ms, scavenge: us / 10, fault: us / 5},
+	{name: "previous", cycleWall: 130 * us, cycleCPU: 250 * us, release: 2 * ms, scavenge: 4 * us, fault: 10 * us},
+	{name: "today", cycleWall: 280 * us, cycleCPU: 800 * us, release: 2 * ms, scavenge: 4 * us, fault: 11 * us, noise: 0.3},
+	{name: "one P", cycleWall: 150 * us, cycleCPU: 150 * us, release: 2 * ms, scavenge: 4 * us, fault: 11 * us, noise: 0.3, procs: 1},
+	{name: "contended", cycleWall: 1500 * us, cycleCPU: 2 * ms, release: 6 * ms, scavenge: 8 * us, fault: 20 * us, noise: 0.6},
+	{name: "bare metal, one P", cycleWall: 60 * us, cycleCPU: 60 * us, release: 1 * ms, scavenge: us / 10, fault: us / 5, procs: 1},
 }
 
 // fake is a process in a fake environment: a clock, a CPU counter, a
@@ -55,8 +67,11 @@ type fake struct {
 	live     uint64
 	gogc     int
 	limit    int64
-	released uint64
-	peak     uint64 // the highest heap (live + garbage) seen
+	released uint64        // heap pages returned to the OS and not yet faulted back
+	retained uint64        // heap pages the process holds
+	scavCPU  time.Duration // the scavenger's
+	scavGoal uint64        // the heap pages it keeps
+	peak     uint64        // the highest heap (live + garbage) seen
 	gcCPU    time.Duration
 	lastEnd  time.Duration
 	other    float64 // CPU of the program's other goroutines a second
@@ -98,9 +113,11 @@ func (f *fake) env() env {
 			f.now += f.p.release
 			f.cpu += f.p.release
 			f.cycle()
-			f.released += 1 << 20
+			f.released += f.retained - f.live
+			f.retained = f.live
 			f.releases++
 		},
+		faultPrice:   func() time.Duration { return f.p.fault },
 		spawn:        func(fn func()) { f.spawned = append(f.spawned, fn) },
 		procs:        func() int { return f.procs },
 		setGCPercent: func(p int) int { old := f.gogc; f.gogc = p; return old },
@@ -138,13 +155,34 @@ const otherMemory = 2 << 20
 
 func (f *fake) read(r *reading) {
 	h := f.live + f.allocs - f.base
+	held := max(f.retained, h)
 	*r = reading{allocs: f.allocs, cycles: f.cycles, live: f.live, goal: f.goal(), gogc: f.gogc, limit: f.limit,
-		mapped: h + otherMemory, heap: h, objects: h, released: f.released}
+		mapped: held + otherMemory, heap: held, objects: h, free: held - h, released: f.released, scavenged: f.scavCPU}
 }
 
+// cycle ends a cycle, and sets the scavenger's goal: a tenth more than
+// the heap held, as the runtime's (gcPaceScavenger).
 func (f *fake) cycle() {
+	inUse := f.live + f.allocs - f.base
 	f.cycles++
 	f.base = f.allocs
+	f.scavGoal = inUse + inUse/10
+}
+
+// scavenge runs the scavenger for d of wall time: it returns the free
+// pages above its goal at 1 % of a CPU (the runtime's scavengePercent),
+// at the profile's price a page.
+func (f *fake) scavenge(d time.Duration) {
+	keep := max(f.scavGoal, f.live+f.allocs-f.base)
+	if f.retained <= keep || f.p.scavenge == 0 {
+		return
+	}
+	n := min((f.retained-keep)/pageSize, uint64(d/100/f.p.scavenge))
+	f.retained -= n * pageSize
+	f.released += n * pageSize
+	c := time.Duration(n) * f.p.scavenge
+	f.scavCPU += c
+	f.cpu += c
 }
 
 // alloc allocates n bytes; the pacer collects when the heap reaches its
@@ -154,6 +192,13 @@ func (f *fake) alloc(n uint64) {
 	f.allocs += n
 	h := f.live + f.allocs - f.base
 	f.peak = max(f.peak, h)
+	if h > f.retained {
+		// Pages returned to the OS are faulted back first.
+		back := min(h-f.retained, f.released)
+		f.released -= back
+		f.retained = h
+		f.cpu += time.Duration(back/pageSize) * f.p.fault
+	}
 	if h >= f.goal() {
 		c := f.price(f.p.cycleCPU)
 		f.cpu += c

@@ -194,6 +194,10 @@ type Stats struct {
 	// but for the cost of the action that crossed it.
 	Earned  time.Duration
 	Charged time.Duration
+	// Churn is the part of Charged for the runtime's scavenging after
+	// cycles of ours, and for faulting those pages back in (see
+	// doc/policy.md).
+	Churn time.Duration
 
 	// The prices as learned so far: what a cycle costs the process (its
 	// CPU beyond what the process spends anyway, and with more than one

@@ -65,7 +65,7 @@ func TestWorkReleasesOncePerQuietStretch(t *testing.T) {
 
 	for round := 1; round <= 3; round++ {
 		w.Begin()
-		f.cpu += 200 * ms // the burst's work earns the budget
+		f.cpu += time.Second // the burst's work earns the budget: a release and its faults
 		f.alloc(8 << 20)
 		f.now += 10 * ms
 		w.End()
@@ -338,6 +338,9 @@ func TestGOGCOffBoundedThroughWork(t *testing.T) {
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	for _, n := range []int{1, 2} {
+		// From an empty heap: what a test before left is not the burst's,
+		// and a live heap measured before is not its bound.
+		runtime.GC()
 		rts := make([]*Runtime, n)
 		works := make([]*Work, n)
 		for i := range n {
@@ -484,7 +487,9 @@ func stressOnce(t *testing.T, gogc int, limit int64, n int) {
 // the quiet will have earned it, the Work's timer waits as long, and the
 // release comes then.
 func TestDeclinedReleaseWaitsForItsPrice(t *testing.T) {
-	f := newFake(profiles[4]) // releases of 6 ms
+	p := profiles[4] // releases of 6 ms
+	p.fault = 0      // and nothing more (TestReleaseIsPricedWithItsFaults)
+	f := newFake(p)
 	rt := newRuntimeEnv(f.env())
 	defer rt.Close()
 	w, ft := fakeWork(rt)
