@@ -22,7 +22,7 @@ func runChild(c config, label string, stdout io.Writer) error {
 	if len(c.modes) != 1 {
 		return fmt.Errorf("a child runs one mode, got %q", joinModes(c.modes))
 	}
-	r, err := measure(job{mode: c.modes[0], length: c.length, readers: c.readers, chunk: c.chunk},
+	r, err := measure(job{mode: c.modes[0], length: c.length, readers: c.readers, chunk: c.chunk, budget: c.budget},
 		progressOutput(), label)
 	if err != nil {
 		return err
@@ -42,6 +42,7 @@ func spawn(exe string, c config, m mode, procs int, label string, stderr io.Writ
 		"-readers", strconv.Itoa(c.readers),
 		"-chunk", strconv.Itoa(c.chunk),
 		"-gogc", c.gogc,
+		"-budget", strconv.FormatFloat(c.budget, 'g', -1, 64),
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = childEnviron(os.Environ(), c.gogc, procs, label)

@@ -66,6 +66,9 @@ type config struct {
 	frontier []string
 	// probe asks for the machine's prices before the runs.
 	probe bool
+	// budget is the idle mode's gcstep.WithBudget; 0: the Runtime's
+	// default.
+	budget float64
 }
 
 // defaultFrontier is the GOGC settings at which the plain loop runs beside
@@ -111,6 +114,7 @@ func parseConfig(args []string, env environ, usage io.Writer) (config, error) {
 	}
 	procs := fs.String("procs", defProcs, "GOMAXPROCS for the runs, comma-separated; every mode runs with each (default: $GOMAXPROCS, else every CPU and 1)")
 	frontier := fs.String("frontier", strings.Join(defaultFrontier, ","), `GOGC settings at which the off loop also runs, to find the best GOGC beside the idle mode; "none" for none`)
+	budget := fs.Float64("budget", 0, "the idle mode's budget: the share of the program's CPU its stepper may spend (gcstep.WithBudget), such as 0.1; 0: the Runtime's default")
 	probe := fs.Bool("probe", true, "measure what this machine charges for a GC cycle and a wakeup before the runs (well under a second)")
 
 	if err := fs.Parse(args); err != nil {
@@ -126,7 +130,7 @@ func parseConfig(args []string, env environ, usage io.Writer) (config, error) {
 		return config{}, fmt.Errorf("unexpected argument %q (try -h)", fs.Arg(0))
 	}
 
-	c := config{length: *length, readers: *readers, chunk: *chunk, runs: *runs, json: *asJSON, probe: *probe}
+	c := config{length: *length, readers: *readers, chunk: *chunk, runs: *runs, json: *asJSON, probe: *probe, budget: *budget}
 	var err error
 	if c.procs, err = parseProcs(*procs); err != nil {
 		if !flagSet(fs, "procs") && env.procs != "" {
@@ -169,6 +173,8 @@ func parseConfig(args []string, env environ, usage io.Writer) (config, error) {
 			c.readers, fdLimit, fdLimit-min(fdLimit, fdReserve))
 	case c.runs < 1:
 		return config{}, fmt.Errorf("-runs %d: want at least 1", c.runs)
+	case !(c.budget >= 0 && c.budget <= 1):
+		return config{}, fmt.Errorf("-budget %v: want a share from 0 (the default) to 1", c.budget)
 	}
 	return c, nil
 }

@@ -113,6 +113,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"unknown flag", []string{"-fast"}, "", "", "-fast"},
 		{"argument", []string{"extra"}, "", "", `unexpected argument "extra"`},
 		{"busy not a number", []string{"-busy", "half"}, "", "", `-busy "half"`},
+		{"budget above one", []string{"-budget", "3"}, "", "", "-budget 3"},
+		{"negative budget", []string{"-budget", "-0.1"}, "", "", "-budget -0.1"},
+		{"budget not a number", []string{"-budget", "NaN"}, "", "", "-budget NaN"},
 		{"busy above one CPU", []string{"-busy", "0,150"}, "", "", "0 to 100"},
 		{"busy negative", []string{"-busy", "-10"}, "", "", "0 to 100"},
 		{"busy empty", []string{"-busy", ""}, "", "", `-busy ""`},
@@ -142,7 +145,7 @@ func TestParseConfigHelp(t *testing.T) {
 	if !errors.Is(err, errHelp) {
 		t.Fatalf("got error %v, want errHelp", err)
 	}
-	for _, flag := range []string{"-mode", "-len", "-readers", "-chunk", "-gogc", "-runs", "-json", "-busy", "-procs", "-frontier", "-probe"} {
+	for _, flag := range []string{"-mode", "-len", "-readers", "-chunk", "-gogc", "-runs", "-json", "-busy", "-procs", "-frontier", "-probe", "-budget"} {
 		if !strings.Contains(usage.String(), flag) {
 			t.Errorf("usage does not mention %s:\n%s", flag, usage.String())
 		}

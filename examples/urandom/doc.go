@@ -88,6 +88,10 @@
 //	-probe
 //		measure this machine's prices before the runs (default true;
 //		-probe=false to skip)
+//	-budget share
+//		the idle mode's budget, gcstep.WithBudget: the share of the
+//		program's CPU its stepper may spend, such as 0.1 (default 0:
+//		the Runtime's own default, 3 %)
 //	-busy list
 //		percentages of one CPU, comma-separated, that another process
 //		keeps busy during each run, to see the modes on a machine they

@@ -17,7 +17,8 @@ import (
 // chunk A, lose the CPU, and digest A after another reader digested the
 // later chunk B. The readers therefore take turns; with ten dups of one
 // pipe, only one read at a time can find data anyway.
-func readGoroutines(p *pipe, chunk int, d *digest) (loopStats, error) {
+func readGoroutines(p *pipe, j job, d *digest) (loopStats, error) {
+	chunk := j.chunk
 	fds := p.takeDups()
 	files := make([]*os.File, len(fds))
 	for i, fd := range fds {

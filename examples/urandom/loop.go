@@ -27,13 +27,18 @@ import (
 // instead of parking in Go's netpoller (poller.WithNetpoller): the thread
 // mode, the off loop as it waited before parking.
 func loopReader(idle, reuse, onThread bool) readFunc {
-	return func(p *pipe, chunk int, d *digest) (ls loopStats, err error) {
+	return func(p *pipe, j job, d *digest) (ls loopStats, err error) {
+		chunk := j.chunk
 		lock := gvl.New()
 		opts := []poller.Option{poller.WithGVL(lock), poller.WithNetpoller(!onThread)}
 		if idle {
-			// No options: what a newcomer who copies the README's
-			// snippet gets.
-			rt := gcstep.NewRuntime()
+			// No options but -budget's: what a newcomer who copies
+			// the README's snippet gets.
+			var budget gcstep.Option // nil: skipped
+			if j.budget > 0 {
+				budget = gcstep.WithBudget(j.budget)
+			}
+			rt := gcstep.NewRuntime(budget)
 			defer func() {
 				st := rt.Stats()
 				ls.stepper = &st

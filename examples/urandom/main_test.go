@@ -100,15 +100,17 @@ func TestJSONEveryMode(t *testing.T) {
 	}
 }
 
-// TestIdleStepperCollects: the idle mode's stepper, gcstep.NewRuntime with
-// no options, runs collection cycles in the loop's idle time. Each run
+// TestIdleStepperCollects: the idle mode's stepper runs collection cycles
+// in the loop's idle time, within the budget -budget gives it. Each run
 // reads 8 MB into fresh 16 KiB buffers, that much garbage, with one P,
-// where a cycle is cheapest; the policy may decline a given moment (a busy
-// machine leaves few idle ones), so the test asks for a cycle in any of
-// three runs, which a stepper that stopped working would never run.
+// where a cycle is cheapest, at a budget of half the program's CPU (the
+// default 3 % of so short a run may pay for no cycle where faults are
+// dear); the policy may decline a given moment (a busy machine leaves
+// few idle ones), so the test asks for a cycle in any of three runs,
+// which a stepper that stopped working would never run.
 func TestIdleStepperCollects(t *testing.T) {
 	out, errOut, status := command(t, nil, "-len", "8000000", "-mode", "idle", "-runs", "3",
-		"-procs", "1", "-frontier", "none", "-json")
+		"-procs", "1", "-frontier", "none", "-json", "-budget", "0.5")
 	require.Equal(t, 0, status, "stderr:\n%s", errOut)
 	rs := decodeLines(t, out)
 	require.Len(t, rs, 3)
@@ -116,6 +118,10 @@ func TestIdleStepperCollects(t *testing.T) {
 	for _, r := range rs {
 		assert.True(t, r.DigestOK)
 		assert.NotZero(t, r.IdleSteps, "run %d: the loop never stepped", r.Run)
+		if assert.NotNil(t, r.Stepper) {
+			earned, cpu := r.Stepper.Earned.Seconds(), r.CPUSeconds
+			assert.Greater(t, earned, cpu/10, "run %d: earned %.3f s of %.3f s CPU: not the -budget of 50 %%", r.Run, earned, cpu)
+		}
 		cycles += r.StepperCycles
 	}
 	assert.NotZero(t, cycles, "the stepper ran no cycle in 3 runs")

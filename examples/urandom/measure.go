@@ -12,10 +12,10 @@ import (
 )
 
 // A readFunc reads the pipe's dups until end of file, adding every byte to
-// d in the order it left the pipe, each read into a fresh chunk-byte
-// buffer, and reports what its loop did (nothing, if it has no loop). It
+// d in the order it left the pipe, each read into a fresh buffer of j's
+// chunk bytes, and reports what its loop did (nothing, if it has no loop). It
 // must leave in p.dups only fds the caller may close.
-type readFunc func(p *pipe, chunk int, d *digest) (loopStats, error)
+type readFunc func(p *pipe, j job, d *digest) (loopStats, error)
 
 // loopStats is what a loop did during a run.
 type loopStats struct {
@@ -39,6 +39,7 @@ type job struct {
 	length  int64
 	readers int
 	chunk   int
+	budget  float64 // the idle mode's gcstep.WithBudget; 0: the default
 }
 
 // measure runs j in this process and reports what it measured. If progress
@@ -70,7 +71,7 @@ func measure(j job, progress io.Writer, label string) (result, error) {
 	watch := rss.Watch(10 * time.Millisecond)
 	start := time.Now()
 	written := startWriter(p.w, j.length)
-	ls, rerr := read(p, j.chunk, d)
+	ls, rerr := read(p, j, d)
 	p.closeReaders() // after a read error, this stops the writer (EPIPE)
 	w := <-written
 	wall := time.Since(start)

@@ -56,9 +56,9 @@ func TestMeasure(t *testing.T) {
 // check must notice.
 func TestMeasureDetectsLoss(t *testing.T) {
 	const lossy mode = "lossy"
-	readFuncs[lossy] = func(p *pipe, chunk int, d *digest) (loopStats, error) {
+	readFuncs[lossy] = func(p *pipe, j job, d *digest) (loopStats, error) {
 		d.h = &dropFirstWrite{Hash: d.h}
-		return readGoroutines(p, chunk, d)
+		return readGoroutines(p, j, d)
 	}
 	defer delete(readFuncs, lossy)
 	r, err := measureWithin(t, job{mode: lossy, length: smallLen, readers: 2, chunk: 1000})

@@ -18,6 +18,9 @@ func writeTable(w io.Writer, c config, rows []result) error {
 	}
 	fmt.Fprintf(&head, "%s bytes from /dev/urandom, %d %s, %d-byte reads, GOGC=%s",
 		formatCount(c.length), c.readers, readers, c.chunk, c.gogc)
+	if c.budget > 0 {
+		fmt.Fprintf(&head, ", the idle mode's budget %g %%", 100*c.budget)
+	}
 	if c.runs > 1 {
 		fmt.Fprintf(&head, ", median of %d runs", c.runs)
 	}
