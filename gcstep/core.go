@@ -51,9 +51,9 @@ type core struct {
 	releasedFor int64  // the quiet stretch the last release was for (its start, ns)
 	// scavAt and relAt are the scavenger's CPU and the bytes released
 	// at the last look; oursLast is whether the last cycle seen to end
-	// was ours; ourReleased the bytes returned because of us and not
-	// yet faulted back: by a release of ours (relBytes), by the
-	// scavenger after a cycle of ours (scavBytes); see churn.
+	// was ours; relBytes and scavBytes the bytes returned because of us
+	// and not yet faulted back, by a release of ours and by the
+	// scavenger after a cycle of ours; see churn.
 	scavAt              time.Duration
 	relAt               uint64
 	oursLast            bool
