@@ -49,7 +49,7 @@ func NewCollector(rt *gcstep.Runtime, namespace string) prometheus.Collector {
 		releases:      desc("releases_total", "Releases of memory to the operating system completed."),
 		releasedBytes: desc("released_bytes_total", "Bytes returned to the operating system by the releases."),
 		earned:        desc("budget_earned_seconds_total", "CPU budget earned as a share of the program's own CPU time."),
-		charged:       desc("budget_charged_seconds_total", "CPU budget spent: what the cycles and releases were measured to cost."),
+		charged:       desc("budget_charged_seconds_total", "CPU budget spent: what the cycles and releases were measured to cost, with the page faults and scavenging they caused."),
 		cycleCost:     desc("cycle_cost_seconds", "Learned price of a GC cycle: the CPU it costs the process beyond what it spends anyway."),
 		cycleWall:     desc("cycle_wall_seconds", "Learned time a GC cycle holds the caller."),
 		releaseCost:   desc("release_cost_seconds", "Learned price of returning memory to the operating system."),

@@ -44,6 +44,7 @@ type statsVar struct {
 	DelayedWorkTime  float64 `json:"delayed_work_time_seconds"`
 	Earned           float64 `json:"earned_seconds"`
 	Charged          float64 `json:"charged_seconds"`
+	Churn            float64 `json:"churn_seconds"`
 	CycleCost        float64 `json:"cycle_cost_seconds"`
 	CycleWall        float64 `json:"cycle_wall_seconds"`
 	ReleaseCost      float64 `json:"release_cost_seconds"`
@@ -70,6 +71,7 @@ func varStats(s gcstep.Stats) statsVar {
 		DelayedWorkTime:  sec(s.DelayedWorkTime),
 		Earned:           sec(s.Earned),
 		Charged:          sec(s.Charged),
+		Churn:            sec(s.Churn),
 		CycleCost:        sec(s.CycleCost),
 		CycleWall:        sec(s.CycleWall),
 		ReleaseCost:      sec(s.ReleaseCost),
