@@ -63,23 +63,6 @@ type LoopObserver interface {
 	Lull() bool
 }
 
-// A BusyObserver is a LoopObserver that may collect when its loop has
-// work waiting. A loop that stays busy has no idle moment, and its
-// garbage piles up until it has one: where no pacer collects (GOGC=off
-// without a memory limit), for good (on the urandom demo with both CPUs,
-// 21 MiB in a 120 ms stretch with work always ready). Package poller
-// calls Busy when a zero-timeout poll that Lull asked for finds work
-// ready instead.
-type BusyObserver interface {
-	LoopObserver
-	// Busy is called by a loop that has work ready at a moment when Lull
-	// said a step could do something. It may start a cycle for the
-	// runtime to run concurrently, which holds the caller as long as
-	// starting it takes, and does nothing else; it must be cheap when it
-	// does nothing.
-	Busy()
-}
-
 // Func adapts an ordinary function to the Stepper interface.
 type Func func(budget time.Duration) (more bool)
 
@@ -170,16 +153,6 @@ func (c chain) Stepped(d time.Duration, work bool) {
 	for _, s := range c.s {
 		if o, ok := s.(LoopObserver); ok {
 			o.Stepped(d, work)
-		}
-	}
-}
-
-// Busy implements BusyObserver: it tells every member that is a
-// BusyObserver.
-func (c chain) Busy() {
-	for _, s := range c.s {
-		if o, ok := s.(BusyObserver); ok {
-			o.Busy()
 		}
 	}
 }

@@ -70,11 +70,7 @@ func (d *idler) once(last *atomic.Int64, now int64) bool {
 // A stepper that is a gcstep.LoopObserver is also asked Lull first: when
 // it has nothing to do at this idle moment, wait blocks at once, with no
 // zero-timeout poll, as it would without a stepper (and, with lullRests,
-// sets *mayStep to false as a step's "no more" does). A stepper that is a
-// gcstep.BusyObserver is told when that zero-timeout poll finds work
-// ready instead (Busy): a loop that stays busy has no idle moment, and
-// under GOGC=off, where no pacer collects, its garbage would pile up
-// until it had one.
+// sets *mayStep to false as a step's "no more" does).
 //
 // A stepper that is a gcstep.Deferred may have work fall due while the
 // program sleeps (the runtime stepper's cycle that falls due in a gap, or
@@ -99,9 +95,6 @@ func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll 
 			polled := false // a zero-timeout poll came after the last step
 			if !stepFirst {
 				if n, err := d.zero(poll); n != 0 || err != nil {
-					if n != 0 {
-						d.busy()
-					}
 					return n, err
 				}
 				polled = true
@@ -174,15 +167,6 @@ func (d *idler) lull(mayStep *bool) bool {
 		return false
 	}
 	return true
-}
-
-// busy tells a stepper that is a gcstep.BusyObserver that the poll Lull
-// asked for found work ready: a loop that stays busy would otherwise
-// never let it collect (see gcstep.BusyObserver).
-func (d *idler) busy() {
-	if o, ok := d.stepper.(gcstep.BusyObserver); ok {
-		o.Busy()
-	}
 }
 
 // stepped reports a step of duration took, and whether work was found
