@@ -4,16 +4,7 @@ import (
 	"runtime"
 )
 
-// The bound under GOGC=off. Without a memory limit no pacer collects
-// there, and code with no idle moment (a burst through Work, a loop that
-// is never idle, a second Runtime) would let the heap grow without end.
-// So while a Runtime is open such a process gets a soft memory limit at
-// what GOGC=100 would allow: the runtime then collects where GOGC=100's
-// pacer would, with its own assists, from any goroutine. The limit moves
-// after every cycle (a finalizer re-armed at each one, as GOGC tuners
-// do), and goes back to none when the last Runtime closes, or as soon as
-// the program sets GOGC or a memory limit of its own: the program's
-// statement wins.
+// The bound under GOGC=off: see Runtime and doc/policy.md.
 
 // unbounded reports whether the program has no heap goal of its own:
 // GOGC=off and no memory limit but the bound's. Called with mu held.

@@ -28,7 +28,9 @@ type core struct {
 	cpuAt  time.Duration // the process's CPU time when tokens were last earned
 	earnAt time.Duration // and the time
 	tokens time.Duration // the budget left
-	cost   ewma          // what a cycle that holds the loop costs the process
+	cost   ewma          // what a cycle of ours costs: the collector's CPU in it, or its wait (see collect)
+	pacer  ewma          // what a cycle of the pacer's costs: the collector's CPU in it
+	gcAt   time.Duration // env.gcCPU at the last look
 	// bg is a cycle of ours still marking when its step returned: it is
 	// charged and learned from once a look sees it ended.
 	bg struct {
@@ -82,10 +84,8 @@ type ewma struct {
 }
 
 // at is the price as it stands at now: halved for every second since it
-// was last learned, so that a price that keeps a cycle from running (a
-// wall longer than the loop's gaps, measured while the machine was busy)
-// is tried again within a few seconds once the machine is cheaper, at one
-// cycle a second where it is not.
+// was last learned, so that a price that keeps cycles from running is
+// tried again within seconds (doc/policy.md).
 func (e *ewma) at(now time.Duration) time.Duration {
 	if e.n == 0 {
 		return 0
@@ -112,9 +112,8 @@ func (e *ewma) learn(x time.Duration, now time.Duration) {
 	e.v += (x - e.v) / 4
 }
 
-// lookEvery is how long Lull says no after a look: a look costs a few
-// microseconds (runtime/metrics and getrusage), so a busy loop spends
-// well under 1 % of a CPU on them.
+// lookEvery is how long Lull says no after a look, which costs a few
+// microseconds: a busy loop spends well under 1 % of a CPU on looks.
 const lookEvery = time.Millisecond
 
 // newCore makes a core over e; with hook, the bound moves after every
@@ -126,6 +125,7 @@ func newCore(e env, cfg config, hook bool) *core {
 	c.gogc = c.r.gogc
 	c.scavAt, c.relAt = c.r.scavenged, c.r.released
 	c.cpuAt, c.earnAt = c.env.cpu(), c.env.now()
+	c.gcAt = c.env.gcCPU()
 	// releasedFor 0: a process that has done nothing since the Runtime
 	// was made has no quiet stretch to release (from is 0 there).
 	c.bound() // a program with no idle moment at all is bounded too
@@ -259,7 +259,7 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 	}
 	if len(c.dec) > 0 && out != OutcomeNone {
 		d := Decision{At: start, Budget: max(budget, 0), Outcome: out, Garbage: s.garbage, Live: s.live, Pile: s.pile,
-			Gap: s.gap, Wall: s.wall, Cost: s.cost, Churn: s.churn, Tokens: s.tokens}
+			Gap: s.gap, Wall: s.wall, Cost: s.cost, Pacer: s.pacer, Churn: s.churn, Tokens: s.tokens}
 		for _, f := range c.dec {
 			(*f)(d)
 		}
@@ -268,7 +268,7 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 	if out == OutcomeBudget && !s.quiet {
 		// No look before the budget could pay for the cycle: it earns
 		// at most its share of GOMAXPROCS CPUs.
-		short := s.reserve + charge(s.cost, s.garbage, s.pile) + s.churn - s.tokens
+		short := s.reserve + charge(s.cost, s.pacer, s.garbage, s.pile) + s.churn - s.tokens
 		next = max(next, time.Duration(float64(short)/(c.cfg.budget*float64(s.procs))))
 	}
 	c.nextLook.Store(int64(c.env.now() + next))
@@ -280,11 +280,17 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 // budget earned, the bound, GOGC.
 func (c *core) learn(l *Loop, now time.Duration) {
 	r := &c.r
+	gc := c.env.gcCPU()
 	if r.cycles != c.seen {
 		n := r.cycles - c.seen
 		mine := min(n, c.ours)
 		c.ours -= mine
 		c.oursLast = mine == n
+		if mine == 0 && !c.bg.pending && !c.releasing {
+			// The runtime counts a cycle's CPU when it ends: what it
+			// counted since the last look is these cycles' own.
+			c.pacer.learn((gc-c.gcAt)/time.Duration(n), now)
+		}
 		c.stats.CyclesOther += n - mine
 		c.seen, c.base = r.cycles, r.allocs
 		c.stats.LiveAfterCycle = r.live
@@ -299,9 +305,10 @@ func (c *core) learn(l *Loop, now time.Duration) {
 				c.wall.learn(w, now)
 			}
 			c.cost.learn(cost, now)
-			c.pay(charge(cost, c.bg.garbage, c.bg.pile))
+			c.pay(charge(cost, c.pacer.v, c.bg.garbage, c.bg.pile))
 		}
 	}
+	c.gcAt = gc
 	if l != nil && !l.observed.Load() && r.allocs != c.prevSeen {
 		l.lastWork.Store(int64(now)) // a caller that reports nothing: allocation is its activity
 	}
@@ -346,7 +353,7 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 	r := &c.r
 	s := snapshot{
 		garbage: r.allocs - c.base, live: r.live, budget: budget,
-		wall: c.wall.at(now), cost: c.cost.v, marking: c.bg.pending,
+		wall: c.wall.at(now), cost: c.cost.v, pacer: c.pacer.v, marking: c.bg.pending,
 		release: c.relCost.v, tokens: c.tokens,
 		minGarbage: c.cfg.minGarbage, procs: c.env.procs(),
 	}
@@ -376,12 +383,10 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 	return s
 }
 
-// collect runs a cycle, the loop waiting for its mark for at most wait.
-// One that ended is charged the collector's CPU, or the time it held the
-// loop if longer; one still marking goes on beside the loop and is
-// charged the collector's CPU once a later look sees it end (learn), and
-// no other cycle of ours starts before. It reports whether a cycle
-// started.
+// collect runs a cycle, the loop waiting for its mark for at most wait,
+// and charges it the collector's CPU; one still marking goes on beside
+// the loop and is charged once a later look sees it end (learn), no other
+// cycle of ours starting before. It reports whether a cycle started.
 func (c *core) collect(wait time.Duration, s snapshot) bool {
 	t0, g0 := c.env.now(), c.env.gcCPU()
 	started, ended := c.env.collect(wait)
@@ -416,17 +421,20 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 			c.seen, c.base = c.r.cycles, c.r.allocs
 			c.stats.LiveAfterCycle = c.r.live
 		}
-		// The collector's CPU as the runtime counts it (its workers and
-		// assists, its pauses times GOMAXPROCS), or the time the loop's
-		// P spent on the cycle if longer: with one P the hold is P time
-		// the program did not get (measured on the urandom stream with
-		// one P, the collector's CPU counted a third of what the cycles
-		// cost the wall). The delay to the loop's work, with more than
-		// one P, comes with the loop's report (delayed).
-		cost := max(c.env.gcCPU()-g0, t1-t0)
+		// With more than one P, also the time the loop waited, if
+		// longer: the wakes of its wait cost the process more CPU than
+		// the collector's (doc/policy.md); the delay to the loop's work
+		// comes with its report (delayed). With one P, not the wait: the
+		// program's other goroutines have the P for most of it.
+		gc := c.env.gcCPU()
+		cost := gc - g0
+		if s.procs > 1 {
+			cost = max(cost, t1-t0)
+		}
+		c.gcAt = gc
 		c.cost.learn(cost, t1)
 		c.wall.learn(t1-t0, t1)
-		c.pay(charge(cost, s.garbage, s.pile))
+		c.pay(charge(cost, c.pacer.v, s.garbage, s.pile))
 		return true
 	}
 	c.bg.pending, c.bg.cycles, c.bg.at, c.bg.gc = true, c.r.cycles, t0, g0
@@ -446,7 +454,7 @@ func (c *core) wallAt(now time.Duration) time.Duration {
 func (c *core) pay(d time.Duration) {
 	c.tokens -= d
 	c.stats.Charged += d
-	c.stats.CycleCost, c.stats.CycleWall = c.cost.v, c.wall.v
+	c.stats.CycleCost, c.stats.CycleWall, c.stats.PacerCycleCost = c.cost.v, c.wall.v, c.pacer.v
 	c.wallV.Store(int64(c.wall.v))
 	c.wallT.Store(int64(c.wall.last))
 }
@@ -490,19 +498,12 @@ func (c *core) release() {
 }
 
 // churn charges what returning pages to the OS costs once the program
-// needs them again, where the Runtime made them go: the runtime
-// scavenger's CPU after a cycle of ours, and the faults that bring back
-// the pages it or a release of ours returned (a page each, at the
-// machine's measured price), as the program reuses them. The scavenger
-// keeps the heap's pages to a tenth above what the heap held when the
-// last cycle ended; a cycle of ours ends with the heap well below the
-// pacer's goal, so the pages the heap grows into before the next cycle
-// are returned and faulted back, over and over (measured on the urandom
-// stream with one P: 5-8 ms of scavenging and 300-700 more faults, 11 µs
-// each here, in half a second: as much as the cycles' own CPU); a
-// pacer's cycle ends where the heap went. The faults that bring back a
-// release's pages are part of that release's price (relCost), so that
-// the next release is priced with them. Called with mu held.
+// needs them again, where the Runtime made them go (doc/policy.md): the
+// runtime scavenger's CPU after a cycle of ours, and the faults that
+// bring back the pages it or a release of ours returned, at the
+// machine's measured price a page. A release's faults are part of its
+// price (relCost), so that the next release is priced with them. Called
+// with mu held.
 func (c *core) churn() {
 	r := &c.r
 	var d time.Duration

@@ -18,7 +18,8 @@ type snapshot struct {
 	armed   uint64        // bytes allocated since the last release
 	gap     time.Duration // the idle time the loop expects ahead (its recent gaps); 0: none known
 	wall    time.Duration // how long a cycle of ours holds the loop that waits for it
-	cost    time.Duration // what a cycle of ours that holds the loop costs the process, measured
+	cost    time.Duration // what a cycle of ours costs the process, measured
+	pacer   time.Duration // what a cycle of the pacer's costs, measured; 0: none seen yet
 	churn   time.Duration // what faulting back the pages a cycle now would have returned costs
 	marking bool          // a cycle of ours is still marking
 	procs   int           // GOMAXPROCS: with one P nothing runs beside the loop
@@ -38,31 +39,16 @@ const (
 	doRelease        // collect and return the free memory to the OS, on a goroutine of its own
 )
 
-// decide is the policy: one action for one snapshot, and why. It is pure.
-//
-// The budget says how much: a cycle or a release runs only while the
-// tokens it earned from the program's own CPU pay for its measured cost
-// (less the share of a pacer cycle it saves: see charge), and the pages
-// it would have the runtime return and the program fault back (churn);
-// cycles leave
-// the price of a release in reserve, so that a burst's cycles cannot
-// spend what returning its memory afterwards costs. The heap says
-// whether: there must be garbage enough to be worth a cycle's fixed
-// cost, and a release needs a quiet process that allocated since the
-// last. The time ahead says when: a cycle holds the loop while it marks
-// (the collector gets the loop's P), so it runs only where it fits the
-// loop's expected gap, and the next event does not wait for it; a lull
-// shorter than a cycle is not idleness. With one P that does not hold:
-// whatever the loop's next event is, it needs the P the collector has, and
-// gets it after, as it would after a cycle of the pacer's.
-//
-// Everything not paid for is left to the runtime's pacer, which collects
-// anyway.
-//
-// Why no cycle started beside a busy loop: measured on the urandom
-// stream with both CPUs, started cycles marked for 3 ms beside the loop
-// and its writer and cost 1.2 times the wall, for no memory (0.97 of the
-// plain loop's peak); the pacer does the same job at its own goal.
+// decide is the policy: one action for one snapshot, and why. It is
+// pure. The budget says how much: an action runs only while the tokens
+// pay for its measured price (a cycle's less what it saves the pacer:
+// charge; and the pages it would make go and come back: churn), cycles
+// leaving a release's price in reserve. The heap says whether: garbage
+// enough for a cycle, a quiet process that allocated since the last
+// release. The time ahead says when: with more than one P a cycle runs
+// only where it fits the loop's expected gap; with one P the loop's next
+// event needs the collector's P anyway. Everything else is left to the
+// pacer. doc/policy.md says why each rule is there.
 func decide(s snapshot) (action, Outcome) {
 	if s.quiet && s.armed >= s.minGarbage {
 		switch {
@@ -79,7 +65,7 @@ func decide(s snapshot) (action, Outcome) {
 	switch {
 	case s.procs > 1 && s.gap > 0 && s.wall > s.gap:
 		return doNothing, OutcomeGap
-	case s.tokens-s.reserve < charge(s.cost, s.garbage, s.pile)+s.churn:
+	case s.tokens-s.reserve < charge(s.cost, s.pacer, s.garbage, s.pile)+s.churn:
 		return doNothing, OutcomeBudget
 	case s.budget <= 0:
 		return doNothing, OutcomeDue
@@ -87,19 +73,21 @@ func decide(s snapshot) (action, Outcome) {
 	return doInline, OutcomeInline
 }
 
-// charge is what a cycle that collects garbage costs the budget when a
-// whole cycle costs cost: a pacer that lets pile bytes pile up would
-// have paid garbage/pile of a cycle for the same garbage, so only the
-// rest is extra. With no pacer (pile 0) the cycle is all extra; at the
-// pacer's own pile it is free.
-func charge(cost time.Duration, garbage, pile uint64) time.Duration {
-	if pile == 0 || garbage == 0 {
+// charge is what a cycle of ours that collects garbage and costs cost
+// costs the budget: a pacer that lets pile bytes pile up would have paid
+// garbage/pile of one of its cycles, at pacer, for the same garbage, so
+// only the rest is extra (doc/policy.md). Before a pacer's cycle was
+// seen it is taken to cost what ours does; with no pacer (pile 0) the
+// cycle is all extra.
+func charge(cost, pacer time.Duration, garbage, pile uint64) time.Duration {
+	if pile == 0 {
 		return cost
 	}
-	if garbage >= pile {
-		return 0
+	if pacer == 0 {
+		pacer = cost
 	}
-	return time.Duration(float64(cost) * (1 - float64(garbage)/float64(pile)))
+	saved := time.Duration(float64(pacer) * min(1, float64(garbage)/float64(pile)))
+	return max(cost-saved, 0)
 }
 
 // An Outcome is what a look at the heap came to.
@@ -164,6 +152,7 @@ type Decision struct {
 	Gap    time.Duration // the loop's expected idle time ahead; 0: unknown
 	Wall   time.Duration // how long a cycle holds a loop that waits for it
 	Cost   time.Duration // what the cycle it would run costs the process, measured
+	Pacer  time.Duration // what a cycle of the pacer's costs, measured; 0: none seen yet
 	Churn  time.Duration // what faulting back the pages the cycle would return costs
 	Tokens time.Duration // the budget left before the action
 }

@@ -49,19 +49,22 @@ func TestDecide(t *testing.T) {
 
 func TestCharge(t *testing.T) {
 	tests := []struct {
-		cost          time.Duration
+		cost, pacer   time.Duration
 		garbage, pile uint64
 		want          time.Duration
 	}{
-		{ms, 1 << 20, 4 << 20, 750 * us},
-		{ms, 1 << 20, 0, ms},
-		{ms, 4 << 20, 4 << 20, 0},
-		{ms, 8 << 20, 4 << 20, 0},
-		{ms, 0, 4 << 20, ms},
+		{ms, 0, 1 << 20, 4 << 20, 750 * us},      // no pacer cycle seen: it costs what ours does
+		{ms, ms, 1 << 20, 4 << 20, 750 * us},     // the same, measured
+		{ms, 2 * ms, 1 << 20, 4 << 20, 500 * us}, // the pacer's dearer: it saves more
+		{ms, 8 * ms, 1 << 20, 4 << 20, 0},        // dearer than ours by the pile's share: free
+		{ms, ms, 1 << 20, 0, ms},                 // GOGC=off: all extra
+		{ms, ms, 4 << 20, 4 << 20, 0},
+		{ms, ms, 8 << 20, 4 << 20, 0},
+		{ms, ms, 0, 4 << 20, ms},
 	}
 	for _, tt := range tests {
-		if got := charge(tt.cost, tt.garbage, tt.pile); got != tt.want {
-			t.Errorf("charge(%v, %d, %d): got %v, want %v", tt.cost, tt.garbage, tt.pile, got, tt.want)
+		if got := charge(tt.cost, tt.pacer, tt.garbage, tt.pile); got != tt.want {
+			t.Errorf("charge(%v, %v, %d, %d): got %v, want %v", tt.cost, tt.pacer, tt.garbage, tt.pile, got, tt.want)
 		}
 	}
 }

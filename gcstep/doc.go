@@ -6,22 +6,15 @@
 // "would calling again now do anything?". Steppers compose with Chain and
 // adapt plain functions with Func. A Stepper may also say when deferred
 // work falls due (Deferred), learn from the loop that calls it how idle
-// it really is (IdleObserver, LoopObserver), and be told when the loop
-// had work ready instead of an idle moment (BusyObserver).
+// it really is (IdleObserver, LoopObserver).
 //
-// NewRuntime returns the Stepper over Go's own collector. Go has no API
-// for part of a cycle, so the Runtime is a policy, and a small one: at
-// each idle moment it reads the heap, decides, acts and learns. It
-// collects while a budget earned from the program's own CPU time (3 %
-// by default) pays for what cycles are measured to cost this process, so
-// it takes much memory where cycles are cheap and steps back to the
-// runtime's pacer where they are dear; once every loop sharing it has been
-// quiet for a moment it returns memory to the operating system; under
-// GOGC=off it keeps the heap bounded where GOGC=100 would collect. Several
-// event loops share one Runtime through a Loop handle each; code without
-// an event loop (a server with a goroutine per request: package httpidle)
-// tells it when its work begins and ends through a Work handle. The model
-// and where each number comes from: doc/policy.md.
+// NewRuntime returns the Stepper over Go's own collector: a small policy
+// that collects at idle moments while a budget earned from the program's
+// own CPU time (3 % by default) pays for what cycles are measured to
+// cost, returns memory to the OS once the process is quiet, and keeps
+// GOGC=off bounded (see Runtime). Several event loops share one Runtime
+// through a Loop handle each; code without an event loop (a server with a
+// goroutine per request: package httpidle) uses a Work handle.
 //
 // A typical event loop (package poller's Loop does all of this):
 //

@@ -150,20 +150,13 @@ func (m *metricsReader) cycles() uint64 {
 	return m.s[1].Value.Uint64()
 }
 
-// A kicker starts cycles without runtime.GC, which after the mark phase
-// sweeps the whole heap and then spins until every P has flushed its
-// caches: on a 2-core machine whose other P's goroutine sits in a system
-// call, that made a quarter of the cycles take 1.5-6 ms instead of
-// 0.3 ms. Instead GOGC goes to 1 % for the moment of one allocation too
-// large for the size classes (those check the trigger), which starts the
-// cycle, and comes straight back; the caller sleeps while the cycle
-// marks, which leaves its P to the collector's workers, and leaves the
-// sweep to the background sweeper, as after any automatic cycle.
-//
-// A call to debug.SetGCPercent by the program inside that moment returns
-// 1; its own value stays (the kicker sees it set and puts it back), and a
-// program that saves and later restores the 1 is repaired by the next
-// look or by the last Close (see core.repair).
+// A kicker starts cycles without runtime.GC (doc/policy.md says why): GOGC
+// goes to 1 % for the moment of one allocation too large for the size
+// classes (those check the trigger), which starts the cycle, and comes
+// straight back; the caller sleeps while the cycle marks, leaving its P
+// to the collector's workers, and the sweep to the background sweeper. A
+// call to debug.SetGCPercent by the program inside that moment returns
+// 1; its own value stays (see restoreGOGC and core.repair).
 type kicker struct {
 	m   *metricsReader
 	buf []byte // the trigger allocation, kept so that it escapes

@@ -1,6 +1,7 @@
 package gcstep
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -18,6 +19,7 @@ type profile struct {
 	release   time.Duration
 	scavenge  time.Duration // a page
 	fault     time.Duration // a page
+	pacerCPU  time.Duration // a cycle of the pacer's; 0: cycleCPU
 	noise     float64
 	procs     int // GOMAXPROCS; 0: 2
 }
@@ -200,7 +202,7 @@ func (f *fake) alloc(n uint64) {
 		f.cpu += time.Duration(back/pageSize) * f.p.fault
 	}
 	if h >= f.goal() {
-		c := f.price(f.p.cycleCPU)
+		c := f.price(cmp.Or(f.p.pacerCPU, f.p.cycleCPU))
 		f.cpu += c
 		f.gcCPU += c
 		f.lastEnd = f.now

@@ -45,12 +45,10 @@ type Option func(*config)
 
 // WithBudget sets the share of the program's CPU time that idle
 // collection may cost, between 0 (exclusive) and 1: what the Runtime's
-// cycles and releases are measured to cost the process (its CPU during
-// them, or the time they held the loop if longer, and the scavenging and
-// page faults of the pages they made the runtime return) never exceeds share
-// times the CPU the program used, over any ten seconds of it. Within it
-// the Runtime takes all the memory it can; past it, it leaves the
-// garbage to the runtime's pacer. Default DefaultBudget.
+// cycles and releases are measured to cost (doc/policy.md) never exceeds
+// share times the CPU the program used, over any ten seconds of it.
+// Within it the Runtime takes all the memory it can; past it, it leaves
+// the garbage to the runtime's pacer. Default DefaultBudget.
 func WithBudget(share float64) Option {
 	return func(c *config) {
 		if !(share > 0 && share <= 1) {

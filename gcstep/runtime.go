@@ -6,30 +6,25 @@ import (
 	"time"
 )
 
-// Runtime is a Stepper over the Go runtime's collector. Go has no API
-// for part of a cycle, so at each idle moment of a loop it reads the heap
-// (runtime/metrics: no stop-the-world), decides (see doc/policy.md) and
-// acts:
+// Runtime is a Stepper over the Go runtime's collector. At each idle
+// moment of a loop it reads the heap (runtime/metrics: no stop-the-world),
+// decides and acts (doc/policy.md):
 //
 //   - It collects when there is garbage enough, the cycle fits the loop's
-//     expected gap (with more than one P: a lull shorter than a cycle is
-//     not idleness), and the budget (WithBudget) pays for it at what
-//     cycles have been measured to cost this process: the CPU it spent
-//     during them beyond what it spends anyway, and the delay they caused
-//     the loop's work. Where cycles are cheap that is often, and the heap
-//     stays small; where they are dear (a busy machine, a CPU quota) it
-//     is seldom, and the runtime's pacer does the rest as it would
+//     expected gap (with more than one P), and the budget (WithBudget)
+//     pays for it: the collector's CPU as measured in this process's
+//     cycles, less what the pacer would have spent on the same garbage,
+//     and the delay to the loop's work. Where cycles are cheap the heap
+//     stays small; where they are dear the pacer collects, as it would
 //     without a Runtime.
 //   - Once every loop and Work sharing it has been quiet for the quiet
-//     period (WithReleaseDelay), it collects and returns the free memory
-//     to the OS, once per quiet stretch, on a goroutine of its own, also
-//     within the budget.
-//   - Under GOGC=off without a memory limit no pacer collects, so while a
-//     Runtime is open the process gets a soft memory limit at what
-//     GOGC=100 would allow (twice the live heap, at least 4 MiB, plus
-//     the runtime's own memory), moved after every cycle: the heap stays
-//     bounded through bursts that have no idle moment. The program's own
-//     GOGC and memory limit are otherwise left as set.
+//     period (WithReleaseDelay), it returns the free memory to the OS,
+//     once per quiet stretch, within the budget.
+//   - Under GOGC=off without a memory limit, while a Runtime is open the
+//     process gets a soft memory limit at what GOGC=100 would allow,
+//     moved after every cycle: the heap stays bounded through bursts
+//     that have no idle moment. GOGC and the memory limit are otherwise
+//     left as the program set them.
 //
 // Only allocation re-arms it: a program that allocates nothing gets no
 // cycle however often it steps.
@@ -199,13 +194,15 @@ type Stats struct {
 	// doc/policy.md).
 	Churn time.Duration
 
-	// The prices as learned so far: what a cycle costs the process (its
-	// CPU beyond what the process spends anyway, and with more than one
-	// P the delay to the loop's work), how long it holds the loop, and
-	// what a release costs.
-	CycleCost   time.Duration
-	CycleWall   time.Duration
-	ReleaseCost time.Duration
+	// The prices as learned so far: what a cycle of ours costs the
+	// process (the collector's CPU in it, and with more than one P the
+	// delay to the loop's work), how long it holds the loop, what a
+	// cycle of the pacer's costs (the collector's CPU in it, assists
+	// included), and what a release costs.
+	CycleCost      time.Duration
+	CycleWall      time.Duration
+	PacerCycleCost time.Duration
+	ReleaseCost    time.Duration
 
 	// Bounds counts the times GOGC=off's bound set or moved the memory
 	// limit (see Runtime).
@@ -237,9 +234,8 @@ type Loop struct {
 	n    int
 }
 
-// gapRing is how many recent gaps a loop keeps; their median is the
-// idle time it expects ahead. Eight: a median that one odd gap does not
-// move, over the last few milliseconds of a busy loop.
+// gapRing is how many recent gaps a loop keeps; their median, which one
+// odd gap does not move, is the idle time it expects ahead.
 const gapRing = 8
 
 // Step implements Stepper: the Runtime's step at this loop's idle moment.

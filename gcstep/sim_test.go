@@ -249,6 +249,23 @@ func TestReleaseIsPricedWithItsFaults(t *testing.T) {
 		s.ReleaseCost, profiles[2].release, faults)
 }
 
+// TestPacerPriceIsLearned: where the pacer's cycles cost three times
+// ours (its assists, its larger heap), the Runtime measures that price
+// and credits it, and the budget buys more cycles than where both cost
+// the same.
+func TestPacerPriceIsLearned(t *testing.T) {
+	same := profiles[3]
+	dear := same
+	dear.pacerCPU = 3 * same.cycleCPU
+	for _, tr := range []trace{traces[0], traces[3]} {
+		a := simulate(t, same, tr, 100, true)
+		b := simulate(t, dear, tr, 100, true)
+		p := b.stats.PacerCycleCost
+		check(t, p > dear.pacerCPU*6/10 && p < dear.pacerCPU*14/10, "%s: the pacer's price: learned %v, it costs %v", tr.name, p, dear.pacerCPU)
+		check(t, b.ours > a.ours, "%s: %d cycles where the pacer's cost three times ours, %d where they cost the same", tr.name, b.ours, a.ours)
+	}
+}
+
 // TestDearCyclesStepBack checks that on the contended machine the
 // Runtime runs far fewer cycles than where cycles are cheap: it finds
 // out they are dear and leaves the garbage to the pacer.

@@ -44,8 +44,7 @@ type timer interface {
 	Stop() bool
 }
 
-// workBudget is the budget of the timer's look: a release needs only a
-// positive one, as it runs on a goroutine of its own.
+// workBudget is the budget of the timer's look: any positive one will do.
 const workBudget = time.Millisecond
 
 // Work returns a new handle for code that tells when its work begins and

@@ -50,7 +50,8 @@ func NewCollector(rt *gcstep.Runtime, namespace string) prometheus.Collector {
 		releasedBytes: desc("released_bytes_total", "Bytes returned to the operating system by the releases."),
 		earned:        desc("budget_earned_seconds_total", "CPU budget earned as a share of the program's own CPU time."),
 		charged:       desc("budget_charged_seconds_total", "CPU budget spent: what the cycles and releases were measured to cost, with the page faults and scavenging they caused."),
-		cycleCost:     desc("cycle_cost_seconds", "Learned price of a GC cycle: the CPU it costs the process beyond what it spends anyway."),
+		cycleCost:     desc("cycle_cost_seconds", "Learned price of a GC cycle of the stepper's: the collector's CPU in it."),
+		pacerCost:     desc("pacer_cycle_cost_seconds", "Learned price of a GC cycle of the runtime's pacer: the collector's CPU in it, assists included."),
 		cycleWall:     desc("cycle_wall_seconds", "Learned time a GC cycle holds the caller."),
 		releaseCost:   desc("release_cost_seconds", "Learned price of returning memory to the operating system."),
 		liveHeap:      desc("live_heap_bytes", "Live heap found by the last GC cycle."),
@@ -61,17 +62,18 @@ func NewCollector(rt *gcstep.Runtime, namespace string) prometheus.Collector {
 type collector struct {
 	rt *gcstep.Runtime
 
-	cycles, declined                            *prometheus.Desc // labelled
-	steps, stepTime, releases, releasedBytes    *prometheus.Desc // counters
-	earned, charged                             *prometheus.Desc // counters
-	cycleCost, cycleWall, releaseCost, liveHeap *prometheus.Desc // gauges
+	cycles, declined                         *prometheus.Desc // labelled
+	steps, stepTime, releases, releasedBytes *prometheus.Desc // counters
+	earned, charged                          *prometheus.Desc // counters
+	cycleCost, cycleWall, pacerCost          *prometheus.Desc // gauges
+	releaseCost, liveHeap                    *prometheus.Desc
 }
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.cycles, c.declined, c.steps, c.stepTime, c.releases, c.releasedBytes,
-		c.earned, c.charged, c.cycleCost, c.cycleWall, c.releaseCost, c.liveHeap,
+		c.earned, c.charged, c.cycleCost, c.cycleWall, c.pacerCost, c.releaseCost, c.liveHeap,
 	} {
 		ch <- d
 	}
@@ -103,6 +105,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.charged, sec(s.Charged))
 	gauge(c.cycleCost, sec(s.CycleCost))
 	gauge(c.cycleWall, sec(s.CycleWall))
+	gauge(c.pacerCost, sec(s.PacerCycleCost))
 	gauge(c.releaseCost, sec(s.ReleaseCost))
 	gauge(c.liveHeap, float64(s.LiveAfterCycle))
 }

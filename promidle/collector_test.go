@@ -57,7 +57,7 @@ func TestCount(t *testing.T) {
 		names []string
 		want  int
 	}{
-		{nil, 16},
+		{nil, 17},
 		{[]string{"gcstep_cycles_total"}, 3},
 		{[]string{"gcstep_declined_total"}, 3},
 		{[]string{"gcstep_releases_total", "gcstep_live_heap_bytes"}, 2},
@@ -91,8 +91,8 @@ func TestNamespace(t *testing.T) {
 			t.Errorf("%s: got neither prefix", name)
 		}
 	}
-	if gcstep != 12 || myapp != 12 {
-		t.Errorf("families: got %d gcstep_ and %d myapp_gc_, want 12 each", gcstep, myapp)
+	if gcstep != 13 || myapp != 13 {
+		t.Errorf("families: got %d gcstep_ and %d myapp_gc_, want 13 each", gcstep, myapp)
 	}
 }
 

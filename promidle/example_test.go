@@ -32,6 +32,7 @@ func ExampleNewCollector() {
 	// COUNTER gcstep_cycles_total
 	// COUNTER gcstep_declined_total
 	// GAUGE gcstep_live_heap_bytes
+	// GAUGE gcstep_pacer_cycle_cost_seconds
 	// GAUGE gcstep_release_cost_seconds
 	// COUNTER gcstep_released_bytes_total
 	// COUNTER gcstep_releases_total

@@ -47,6 +47,7 @@ type statsVar struct {
 	Churn            float64 `json:"churn_seconds"`
 	CycleCost        float64 `json:"cycle_cost_seconds"`
 	CycleWall        float64 `json:"cycle_wall_seconds"`
+	PacerCycleCost   float64 `json:"pacer_cycle_cost_seconds"`
 	ReleaseCost      float64 `json:"release_cost_seconds"`
 	Bounds           uint64  `json:"bounds"`
 	LiveAfterCycle   uint64  `json:"live_after_cycle"`
@@ -74,6 +75,7 @@ func varStats(s gcstep.Stats) statsVar {
 		Churn:            sec(s.Churn),
 		CycleCost:        sec(s.CycleCost),
 		CycleWall:        sec(s.CycleWall),
+		PacerCycleCost:   sec(s.PacerCycleCost),
 		ReleaseCost:      sec(s.ReleaseCost),
 		Bounds:           s.Bounds,
 		LiveAfterCycle:   s.LiveAfterCycle,
