@@ -266,6 +266,19 @@ func TestPacerPriceIsLearned(t *testing.T) {
 	}
 }
 
+// TestCyclePriceIsTheCollectorsWithOneP: with one P a cycle is priced at
+// the collector's CPU, not at the loop's longer wait for it (the rest of
+// the program has the P meanwhile); with two, at the wait if longer.
+func TestCyclePriceIsTheCollectorsWithOneP(t *testing.T) {
+	for _, procs := range []int{1, 2} {
+		p := profile{name: "slow wait", cycleWall: 300 * us, cycleCPU: 100 * us, release: ms, procs: procs}
+		s := simulate(t, p, traces[1], 100, true, WithBudget(0.5)).stats
+		want := map[int]time.Duration{1: p.cycleCPU, 2: p.cycleWall}[procs]
+		check(t, s.CyclesInline > 0 && s.CycleCost == want, "GOMAXPROCS=%d: a cycle priced %v after %d cycles, want %v",
+			procs, s.CycleCost, s.CyclesInline, want)
+	}
+}
+
 // TestDearCyclesStepBack checks that on the contended machine the
 // Runtime runs far fewer cycles than where cycles are cheap: it finds
 // out they are dear and leaves the garbage to the pacer.
