@@ -30,7 +30,7 @@ type core struct {
 	tokens time.Duration // the budget left
 	cost   ewma          // what a cycle of ours costs: the collector's CPU in it, or its wait (see collect)
 	pacer  ewma          // what a cycle of the pacer's costs: the collector's CPU in it
-	gcAt   time.Duration // env.gcCPU at the last look
+	gcAt   time.Duration // the collector's CPU (reading.gc) at the last look
 	// bg is a cycle of ours still marking when its step returned: it is
 	// charged and learned from once a look sees it ended.
 	bg struct {
@@ -75,8 +75,7 @@ type core struct {
 }
 
 // ewma is an exponentially weighted average of a price, 0 until first
-// learned. A weight of a quarter: the price follows a change of machine
-// within a few cycles, and one odd cycle moves it by a quarter.
+// learned, each new measurement weighing a quarter (doc/policy.md).
 type ewma struct {
 	v    time.Duration
 	n    int
@@ -125,7 +124,7 @@ func newCore(e env, cfg config, hook bool) *core {
 	c.gogc = c.r.gogc
 	c.scavAt, c.relAt = c.r.scavenged, c.r.released
 	c.cpuAt, c.earnAt = c.env.cpu(), c.env.now()
-	c.gcAt = c.env.gcCPU()
+	c.gcAt = c.r.gc
 	// releasedFor 0: a process that has done nothing since the Runtime
 	// was made has no quiet stretch to release (from is 0 there).
 	c.bound() // a program with no idle moment at all is bounded too
@@ -268,7 +267,7 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 	if out == OutcomeBudget && !s.quiet {
 		// No look before the budget could pay for the cycle: it earns
 		// at most its share of GOMAXPROCS CPUs.
-		short := s.reserve + charge(s.cost, s.pacer, s.garbage, s.pile) + s.churn - s.tokens
+		short := s.reserve + s.cycleNeed() - s.tokens
 		next = max(next, time.Duration(float64(short)/(c.cfg.budget*float64(s.procs))))
 	}
 	c.nextLook.Store(int64(c.env.now() + next))
@@ -280,7 +279,7 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 // budget earned, the bound, GOGC.
 func (c *core) learn(l *Loop, now time.Duration) {
 	r := &c.r
-	gc := c.env.gcCPU()
+	gc := r.gc
 	if r.cycles != c.seen {
 		n := r.cycles - c.seen
 		mine := min(n, c.ours)
@@ -300,7 +299,7 @@ func (c *core) learn(l *Loop, now time.Duration) {
 		if c.bg.free {
 			c.bg.free = false // the process's first: neither charged nor priced
 		} else {
-			cost := c.env.gcCPU() - c.bg.gc
+			cost := gc - c.bg.gc
 			if w := c.env.lastEnd() - c.bg.at; w > 0 {
 				c.wall.learn(w, now)
 			}
@@ -426,12 +425,11 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 		// the collector's (doc/policy.md); the delay to the loop's work
 		// comes with its report (delayed). With one P, not the wait: the
 		// program's other goroutines have the P for most of it.
-		gc := c.env.gcCPU()
-		cost := gc - g0
+		cost := c.r.gc - g0
 		if s.procs > 1 {
 			cost = max(cost, t1-t0)
 		}
-		c.gcAt = gc
+		c.gcAt = c.r.gc
 		c.cost.learn(cost, t1)
 		c.wall.learn(t1-t0, t1)
 		c.pay(charge(cost, c.pacer.v, s.garbage, s.pile))
@@ -454,7 +452,6 @@ func (c *core) wallAt(now time.Duration) time.Duration {
 func (c *core) pay(d time.Duration) {
 	c.tokens -= d
 	c.stats.Charged += d
-	c.stats.CycleCost, c.stats.CycleWall, c.stats.PacerCycleCost = c.cost.v, c.wall.v, c.pacer.v
 	c.wallV.Store(int64(c.wall.v))
 	c.wallT.Store(int64(c.wall.last))
 }
@@ -488,7 +485,6 @@ func (c *core) release() {
 		cost := max(g1-g0, t1-t0)
 		c.relCost.learn(cost, t1)
 		c.pay(cost)
-		c.stats.ReleaseCost = c.relCost.v
 		c.stats.Releases++
 		if c.r.released > before {
 			c.stats.ReleasedBytes += c.r.released - before

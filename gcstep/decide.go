@@ -65,12 +65,17 @@ func decide(s snapshot) (action, Outcome) {
 	switch {
 	case s.procs > 1 && s.gap > 0 && s.wall > s.gap:
 		return doNothing, OutcomeGap
-	case s.tokens-s.reserve < charge(s.cost, s.pacer, s.garbage, s.pile)+s.churn:
+	case s.tokens-s.reserve < s.cycleNeed():
 		return doNothing, OutcomeBudget
 	case s.budget <= 0:
 		return doNothing, OutcomeDue
 	}
 	return doInline, OutcomeInline
+}
+
+// cycleNeed is what a cycle now must find in the tokens.
+func (s snapshot) cycleNeed() time.Duration {
+	return charge(s.cost, s.pacer, s.garbage, s.pile) + s.churn
 }
 
 // charge is what a cycle of ours that collects garbage and costs cost

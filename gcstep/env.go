@@ -25,8 +25,9 @@ type reading struct {
 	free     uint64 // /memory/classes/heap/free:bytes: free pages not returned to the OS
 	released uint64 // /memory/classes/heap/released:bytes
 	// scavenged is the runtime scavenger's CPU time so far
-	// (/cpu/classes/scavenge/total).
-	scavenged time.Duration
+	// (/cpu/classes/scavenge/total), and gc the collector's
+	// (/cpu/classes/gc/total), which counts a cycle once it ended.
+	scavenged, gc time.Duration
 }
 
 // env is the seam between the Runtime and the world. NewRuntime fills it
@@ -120,6 +121,7 @@ var readingNames = [...]string{
 	"/memory/classes/heap/unused:bytes",
 	"/memory/classes/heap/free:bytes",
 	"/cpu/classes/scavenge/total:cpu-seconds",
+	"/cpu/classes/gc/total:cpu-seconds",
 }
 
 func newMetricsReader() *metricsReader {
@@ -141,7 +143,8 @@ func (m *metricsReader) read(r *reading) {
 	r.mapped = u(8) - r.released
 	r.objects, r.free = u(10), u(12)
 	r.heap = r.objects + u(11) + r.free
-	r.scavenged = time.Duration(m.s[13].Value.Float64() * float64(time.Second))
+	sec := func(i int) time.Duration { return time.Duration(m.s[i].Value.Float64() * float64(time.Second)) }
+	r.scavenged, r.gc = sec(13), sec(14)
 }
 
 // cycles reads the count of completed cycles alone.

@@ -159,7 +159,7 @@ func (f *fake) read(r *reading) {
 	h := f.live + f.allocs - f.base
 	held := max(f.retained, h)
 	*r = reading{allocs: f.allocs, cycles: f.cycles, live: f.live, goal: f.goal(), gogc: f.gogc, limit: f.limit,
-		mapped: held + otherMemory, heap: held, objects: h, free: held - h, released: f.released, scavenged: f.scavCPU}
+		mapped: held + otherMemory, heap: held, objects: h, free: held - h, released: f.released, scavenged: f.scavCPU, gc: f.gcCPU}
 }
 
 // cycle ends a cycle, and sets the scavenger's goal: a tenth more than

@@ -134,10 +134,13 @@ func (rt *Runtime) own(detach func()) bool {
 
 // Stats returns what the process's Runtimes did so far.
 func (rt *Runtime) Stats() Stats {
-	rt.c.mu.Lock()
-	defer rt.c.mu.Unlock()
-	rt.c.earn(rt.c.env.now())
-	return rt.c.stats
+	c := rt.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.earn(c.env.now())
+	s := c.stats
+	s.CycleCost, s.CycleWall, s.PacerCycleCost, s.ReleaseCost = c.cost.v, c.wall.v, c.pacer.v, c.relCost.v
+	return s
 }
 
 // Step implements Stepper for a caller that uses the Runtime directly:
@@ -164,8 +167,7 @@ type Stats struct {
 	Steps        uint64 // calls to Step, including those that did nothing
 	CyclesInline uint64 // cycles run at an idle moment, the loop waiting for the mark
 	// CyclesOutlasted counts those still marking when the step's budget
-	// ran out: they went on beside the loop, and were charged the
-	// collector's CPU once they ended.
+	// ran out: they went on beside the loop, charged once they ended.
 	CyclesOutlasted uint64
 	CyclesOther     uint64 // cycles the Runtime did not run: the pacer's, the bound's, the program's
 	DeclinedBudget  uint64 // looks at which a cycle or release would have cost more than the budget had left
@@ -184,21 +186,16 @@ type Stats struct {
 	DelayedWorkTime  time.Duration
 
 	// Earned is the budget earned from the program's CPU time, Charged
-	// what the cycles and releases were measured to cost (less the
-	// pacer's share: see doc/policy.md); Charged stays within Earned
-	// but for the cost of the action that crossed it.
+	// what the cycles and releases were measured to cost (doc/policy.md),
+	// within Earned but for the action that crossed it.
 	Earned  time.Duration
 	Charged time.Duration
 	// Churn is the part of Charged for the runtime's scavenging after
-	// cycles of ours, and for faulting those pages back in (see
-	// doc/policy.md).
+	// cycles of ours, and for faulting those pages back in.
 	Churn time.Duration
 
-	// The prices as learned so far: what a cycle of ours costs the
-	// process (the collector's CPU in it, and with more than one P the
-	// delay to the loop's work), how long it holds the loop, what a
-	// cycle of the pacer's costs (the collector's CPU in it, assists
-	// included), and what a release costs.
+	// The prices as learned so far (doc/policy.md): a cycle of ours, how
+	// long it holds the loop, a cycle of the pacer's, and a release.
 	CycleCost      time.Duration
 	CycleWall      time.Duration
 	PacerCycleCost time.Duration
