@@ -48,8 +48,8 @@ type IdleObserver interface {
 type LoopObserver interface {
 	Stepper
 	// Waited reports a blocking wait that lasted d. work says whether it
-	// ended because something was ready (an event, a wakeup), not by
-	// timing out. It must be cheap.
+	// ended with something to do (an event, a wakeup, the loop's timer
+	// due), not by the caller's timeout. It must be cheap.
 	Waited(d time.Duration, work bool)
 	// Stepped reports a step that took d, and whether the zero-timeout
 	// poll that followed it found work waiting: that work waited up to

@@ -80,8 +80,11 @@ func (d *idler) once(last *atomic.Int64, now int64) bool {
 // no timer or goroutine of the stepper's. With an alarm, the wait is not
 // bounded: the alarm is armed to do that work.
 //
+// timerDue says that timeout is the caller's next timer's: a blocking
+// wait that runs to it ends with work, the timer (see block).
+//
 // The caller holds the lock, if there is one; it holds it again on return.
-func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll waitFunc) (int, error) {
+func (d *idler) wait(timeout time.Duration, stepFirst, timerDue bool, mayStep *bool, poll waitFunc) (int, error) {
 	if timeout == 0 {
 		return d.zero(poll)
 	}
@@ -141,7 +144,7 @@ func (d *idler) wait(timeout time.Duration, stepFirst bool, mayStep *bool, poll 
 			}
 		}
 		wait, deferred := d.deferred(timeout)
-		n, err := d.block(wait, poll)
+		n, err := d.block(wait, timerDue && !deferred, poll)
 		if n != 0 || err != nil || !deferred {
 			return n, err
 		}
@@ -245,9 +248,9 @@ func (d *idler) zero(poll waitFunc) (int, error) {
 // the wait took, without the time spent getting the lock back, is idle
 // time: it is counted in Stats.BlockedTime and reported to a stepper that
 // is a gcstep.LoopObserver (with whether it ended with something ready)
-// or a gcstep.IdleObserver. A wait that times out is not work: a timer
-// that falls due runs, and the stepper hears of it at the next idle
-// moment (Lull).
+// or a gcstep.IdleObserver. A wait that times out is work if timerDue
+// (a Loop's timer falls due and runs next: a loop driven by its timers is
+// working, not quiet), and not otherwise.
 //
 // A wait during which another goroutine took the lock is reported as no
 // idle time at all: the program was working then, on another goroutine
@@ -259,7 +262,7 @@ func (d *idler) zero(poll waitFunc) (int, error) {
 // before told it (work, no idle time), and each report writes the
 // stepper's state from whichever thread the goroutine runs on, which
 // the goroutines bouncing work pay for at every wait (bench/README.md).
-func (d *idler) block(timeout time.Duration, poll waitFunc) (n int, err error) {
+func (d *idler) block(timeout time.Duration, timerDue bool, poll waitFunc) (n int, err error) {
 	d.c.blockingPolls.Add(1)
 	// report hands the idle time to the stepper, if it observes it.
 	var report func(idle time.Duration, work bool)
@@ -290,7 +293,7 @@ func (d *idler) block(timeout time.Duration, poll waitFunc) (n int, err error) {
 			}
 			idle = 0
 		}
-		report(idle, n != 0 || err != nil)
+		report(idle, n != 0 || err != nil || timerDue)
 	}
 	if d.lock == nil {
 		wait()

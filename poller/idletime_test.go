@@ -176,6 +176,16 @@ func TestLoopReportsWaitsAndSteps(t *testing.T) {
 	_, err = l.RunOnce(time.Second)
 	require.NoError(t, err)
 	assert.True(t, o.waits[len(o.waits)-1].work, "a wait that ended with an event")
+
+	// A wait cut short for a timer ends with work, the timer: a loop
+	// driven by its timers is not quiet.
+	fired := 0
+	l.AfterFunc(2*time.Millisecond, func() { fired++ })
+	n, err = l.RunOnce(time.Second)
+	require.NoError(t, err)
+	require.Equal(t, 1, fired)
+	assert.Equal(t, 1, n)
+	assert.True(t, o.waits[len(o.waits)-1].work, "a wait that ran to a timer")
 }
 
 // The runtime stepper in a real loop: inline cycles in the gaps of a

@@ -318,11 +318,14 @@ func (l *Loop) runOnce(op string, timeout time.Duration) (int, error) {
 	}
 	l.running = true
 	l.waiting.Store(true)
-	timeout = l.timers.clamp(timeout)
+	// A wait cut short for the next timer ends with work: the timer.
+	clamped := l.timers.clamp(timeout)
+	timerDue := clamped != timeout
+	timeout = clamped
 	l.mu.Unlock()
 	defer l.exit()
 
-	n, err := l.idle.wait(timeout, false, &l.mayStep, l.pollFn)
+	n, err := l.idle.wait(timeout, false, timerDue, &l.mayStep, l.pollFn)
 	l.waiting.Store(false)
 	l.unparked = false
 	if err != nil {

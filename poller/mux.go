@@ -107,7 +107,7 @@ func (m *Mux) Stats() Stats { return m.c.snapshot() }
 func (m *Mux) Poll(fds []unix.PollFd, timeout time.Duration) (int, error) {
 	offered := m.mayStep()
 	may := offered
-	n, err := m.idle.wait(timeout, false, &may, func(t time.Duration) (int, error) {
+	n, err := m.idle.wait(timeout, false, false, &may, func(t time.Duration) (int, error) {
 		return m.pollWait(fds, t)
 	})
 	m.stepped(offered, may)
@@ -143,7 +143,7 @@ func (m *Mux) Select(r, w, e []int, timeout time.Duration) (rr, wr, er []int, er
 	var out [3]unix.FdSet
 	offered := m.mayStep()
 	may := offered
-	n, err := m.idle.wait(timeout, false, &may, func(t time.Duration) (int, error) {
+	n, err := m.idle.wait(timeout, false, false, &may, func(t time.Duration) (int, error) {
 		return m.selectWait(nfd, r, w, e, &in, &out, t)
 	})
 	m.stepped(offered, may)
@@ -209,7 +209,7 @@ func (m *Mux) WaitFD(fd int, ev Events, timeout time.Duration) (Events, error) {
 	p := [1]unix.PollFd{{Fd: int32(fd), Events: toPoll(ev)}}
 	offered := m.mayStep()
 	may := offered
-	n, err := m.idle.wait(timeout, true, &may, func(t time.Duration) (int, error) {
+	n, err := m.idle.wait(timeout, true, false, &may, func(t time.Duration) (int, error) {
 		return m.pollWait(p[:], t)
 	})
 	m.stepped(offered, may)
@@ -238,7 +238,7 @@ func (m *Mux) waitSelect(fd int, ev Events, timeout time.Duration) (Events, erro
 	}
 	offered := m.mayStep()
 	may := offered
-	n, err := m.idle.wait(timeout, true, &may, func(t time.Duration) (int, error) {
+	n, err := m.idle.wait(timeout, true, false, &may, func(t time.Duration) (int, error) {
 		return m.selectWait(fd+1, lists[0], lists[1], lists[2], &in, &out, t)
 	})
 	m.stepped(offered, may)

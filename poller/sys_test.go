@@ -204,7 +204,7 @@ func TestIdleOrder(t *testing.T) {
 			}
 			return 0, nil
 		}
-		n, err := d.wait(20*time.Millisecond, stepFirst, new(true), poll)
+		n, err := d.wait(20*time.Millisecond, stepFirst, false, new(true), poll)
 		require.NoError(t, err)
 		assert.Zero(t, n)
 		// The stepper has work for its first calls until the trace
