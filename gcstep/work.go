@@ -118,7 +118,7 @@ func (w *Work) Resume() {
 }
 
 // InFlight reports how much work has begun and not yet ended, paused or
-// not.
+// not; exact when no Pause or Resume runs at the same time.
 func (w *Work) InFlight() int { return int(w.n.Load() + w.paused.Load()) }
 
 // Paused reports how much of the work in flight is paused.
