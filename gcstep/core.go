@@ -540,7 +540,7 @@ func (c *core) quiet(now time.Duration) (from int64, quiet bool) {
 		from = max(from, l.lastWork.Load())
 	}
 	for _, w := range c.works {
-		if w.n.Load() > 0 {
+		if w.unpaused() > 0 {
 			return 0, false
 		}
 		from = max(from, w.end.Load())
@@ -576,7 +576,7 @@ func (c *core) releaseDue() (time.Duration, bool) {
 
 func (c *core) anyInFlight() bool {
 	for _, w := range c.works {
-		if w.n.Load() > 0 {
+		if w.unpaused() > 0 {
 			return true
 		}
 	}

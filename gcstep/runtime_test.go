@@ -111,6 +111,41 @@ func TestWorkPausedIsQuiet(t *testing.T) {
 	equal(t, "in flight at the end", w.InFlight(), 0)
 }
 
+// TestWorkInFlightWhilePausing: InFlight and Paused read one word, so
+// pieces pausing and resuming on other goroutines never make them miscount.
+func TestWorkInFlightWhilePausing(t *testing.T) {
+	f := newFake(profiles[2])
+	rt := newRuntimeEnv(f.env())
+	defer rt.Close()
+	w, _ := fakeWork(rt)
+	defer w.Close()
+
+	const pieces = 4
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range pieces {
+		w.Begin()
+		wg.Go(func() {
+			for !stop.Load() {
+				w.Pause()
+				w.Resume()
+			}
+		})
+	}
+	for range 100000 {
+		if n, p := w.InFlight(), w.Paused(); n != pieces || p < 0 || p > pieces {
+			stop.Store(true)
+			t.Fatalf("in flight %d, paused %d; want %d in flight, 0 to %d paused", n, p, pieces, pieces)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	for range pieces {
+		w.End()
+	}
+	equal(t, "in flight at the end", w.InFlight(), 0)
+}
+
 func mustPanic(t *testing.T, what, want string, f func()) {
 	t.Helper()
 	defer func() {

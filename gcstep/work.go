@@ -14,21 +14,19 @@ import (
 // memory the work left to the OS, as it does for its loops: once per
 // quiet stretch, on a goroutine of its own, within the budget.
 //
-// Begin and End take no lock and allocate nothing: an atomic add each,
-// and a clock reading and a store when the count reaches zero. The End
-// that leaves nothing in flight arms a timer if none is armed; its
-// goroutine looks once the quiet period has passed. With nothing in
-// flight and nothing to release, no timer is armed and no goroutine runs.
+// Begin, End, Pause and Resume take no lock and allocate nothing: an
+// atomic add each, and when nothing unpaused is left in flight a clock
+// reading and a timer, armed if none is, that looks once the quiet period
+// has passed. With nothing to release, no timer and no goroutine runs.
 //
 // A piece of work that waits for its peer for a long time (a stream
 // between messages, a long poll) can say so with Pause and Resume: while
 // every piece in flight is paused, the handle is quiet.
 type Work struct {
-	n atomic.Int64 // work in flight and not paused
+	n atomic.Int64 // work in flight: paused<<32 + not paused (see split)
 	_ [56]byte     // n alone on its cache line: every Begin and End writes it
 
-	paused atomic.Int64 // work in flight and paused
-	end    atomic.Int64 // env.now in ns when n last reached zero
+	end    atomic.Int64 // env.now in ns when nothing unpaused was last in flight
 	armed  atomic.Bool  // the timer is armed or its function runs
 	closed atomic.Bool
 
@@ -48,8 +46,7 @@ type timer interface {
 const workBudget = time.Millisecond
 
 // Work returns a new handle for code that tells when its work begins and
-// ends (see Work). Close it when no more work can come; Closing the
-// Runtime closes it too.
+// ends (see Work). Close it when no more work can come, or close the Runtime.
 func (rt *Runtime) Work() *Work {
 	return rt.newWork(func(f func()) timer {
 		t := time.AfterFunc(time.Hour, f)
@@ -78,10 +75,9 @@ func (w *Work) Begin() { w.n.Add(1) }
 
 // End records that a piece of work begun with Begin ended. It panics,
 // with a message that starts with "gcstep:", if more work ended than
-// began; the count is left as it was, so the pairs that follow still
-// count right.
+// began, leaving the count as it was for the pairs that follow.
 func (w *Work) End() {
-	switch n := w.n.Add(-1); {
+	switch n, _ := split(w.n.Add(-1)); {
 	case n == 0:
 		w.fell()
 	case n < 0:
@@ -95,34 +91,37 @@ func (w *Work) End() {
 // must pair inside a Begin and its End; Pause panics, with a message that
 // starts with "gcstep:", if no work is in flight to pause.
 func (w *Work) Pause() {
-	switch n := w.n.Add(-1); {
+	switch n, _ := split(w.n.Add(pauseOne)); {
 	case n == 0:
-		w.paused.Add(1)
 		w.fell()
 	case n < 0:
-		w.n.Add(1)
+		w.n.Add(-pauseOne)
 		panic("gcstep: Work.Pause without a Begin")
-	default:
-		w.paused.Add(1)
 	}
 }
 
 // Resume records that a paused piece of work goes on. It panics, with a
 // message that starts with "gcstep:", without a Pause.
 func (w *Work) Resume() {
-	if w.paused.Add(-1) < 0 {
-		w.paused.Add(1)
+	if _, p := split(w.n.Add(-pauseOne)); p < 0 {
+		w.n.Add(pauseOne)
 		panic("gcstep: Work.Resume without a Pause")
 	}
-	w.n.Add(1)
 }
 
-// InFlight reports how much work has begun and not yet ended, paused or
-// not; exact when no Pause or Resume runs at the same time.
-func (w *Work) InFlight() int { return int(w.n.Load() + w.paused.Load()) }
+// pauseOne moves a piece of work to paused in one add: n is read whole.
+const pauseOne = 1<<32 - 1
+
+// split is the counts in n: not paused (the low 32 bits, signed), paused.
+func split(v int64) (unpaused, paused int64) { u := int64(int32(v)); return u, (v - u) >> 32 }
+
+func (w *Work) unpaused() int64 { u, _ := split(w.n.Load()); return u }
+
+// InFlight reports how much work has begun and not yet ended, paused or not.
+func (w *Work) InFlight() int { u, p := split(w.n.Load()); return int(u + p) }
 
 // Paused reports how much of the work in flight is paused.
-func (w *Work) Paused() int { return int(w.paused.Load()) }
+func (w *Work) Paused() int { _, p := split(w.n.Load()); return int(p) }
 
 // fell records that nothing unpaused is in flight, and arms the timer.
 func (w *Work) fell() {
@@ -143,14 +142,14 @@ func (w *Work) fire() {
 		w.disarm()
 		return
 	}
-	if w.n.Load() == 0 {
+	if w.unpaused() == 0 {
 		left := time.Duration(w.end.Load()) + w.c.cfg.releaseDelay - w.c.env.now()
 		if left > 0 {
 			w.t.Reset(left)
 			return
 		}
 		w.c.step(nil, workBudget)
-		if d, ok := w.c.releaseDue(); ok && w.n.Load() == 0 {
+		if d, ok := w.c.releaseDue(); ok && w.unpaused() == 0 {
 			w.t.Reset(max(d, lookEvery)) // the budget is still earning its price
 			return
 		}
@@ -158,7 +157,7 @@ func (w *Work) fire() {
 	w.disarm()
 	// An End may have come between the look and the disarm and found
 	// the timer armed: look after it too.
-	if w.n.Load() == 0 && time.Duration(w.end.Load()) > w.c.env.now()-w.c.cfg.releaseDelay {
+	if w.unpaused() == 0 && time.Duration(w.end.Load()) > w.c.env.now()-w.c.cfg.releaseDelay {
 		w.fell()
 	}
 }
