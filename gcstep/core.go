@@ -28,6 +28,7 @@ type core struct {
 	cpuAt  time.Duration // the process's CPU time when tokens were last earned
 	earnAt time.Duration // and the time
 	tokens time.Duration // the budget left
+	since  time.Duration // tokens earned since the last cycle ended: the pace of cycles (decide)
 	cost   ewma          // what a cycle of ours costs: the collector's CPU in it, or its wait (see collect)
 	pacer  ewma          // what a cycle of the pacer's costs: the collector's CPU in it
 	gcAt   time.Duration // the collector's CPU (reading.gc) at the last look
@@ -258,16 +259,16 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 	}
 	if len(c.dec) > 0 && out != OutcomeNone {
 		d := Decision{At: start, Budget: max(budget, 0), Outcome: out, Garbage: s.garbage, Live: s.live, Pile: s.pile,
-			Gap: s.gap, Wall: s.wall, Cost: s.cost, Pacer: s.pacer, Churn: s.churn, Tokens: s.tokens}
+			Gap: s.gap, Wall: s.wall, Cost: s.cost, Pacer: s.pacer, Churn: s.churn, Tokens: s.tokens, Since: s.since}
 		for _, f := range c.dec {
 			(*f)(d)
 		}
 	}
 	next := lookEvery
 	if out == OutcomeBudget && !s.quiet {
-		// No look before the budget could pay for the cycle: it earns
-		// at most its share of GOMAXPROCS CPUs.
-		short := s.reserve + s.cycleNeed() - s.tokens
+		// No look before the budget could pay for the cycle, and its
+		// pace allow it: it earns at most its share of GOMAXPROCS CPUs.
+		short := max(s.reserve+s.cycleNeed()-s.tokens, s.charge()-s.since)
 		next = max(next, time.Duration(float64(short)/(c.cfg.budget*float64(s.procs))))
 	}
 	c.nextLook.Store(int64(c.env.now() + next))
@@ -291,7 +292,7 @@ func (c *core) learn(l *Loop, now time.Duration) {
 			c.pacer.learn((gc-c.gcAt)/time.Duration(n), now)
 		}
 		c.stats.CyclesOther += n - mine
-		c.seen, c.base = r.cycles, r.allocs
+		c.seen, c.base, c.since = r.cycles, r.allocs, 0
 		c.stats.LiveAfterCycle = r.live
 	}
 	if c.bg.pending && r.cycles > c.bg.cycles {
@@ -332,6 +333,7 @@ func (c *core) earn(now time.Duration) {
 	earned := time.Duration(c.cfg.budget * float64(spent))
 	c.cpuAt, c.earnAt = cpu, now
 	c.stats.Earned += earned
+	c.since += earned
 	c.tokens = min(c.tokens+earned, time.Duration(c.cfg.budget*float64(budgetWindow)))
 }
 
@@ -353,7 +355,7 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 	s := snapshot{
 		garbage: r.allocs - c.base, live: r.live, budget: budget,
 		wall: c.wall.at(now), cost: c.cost.v, pacer: c.pacer.v, marking: c.bg.pending,
-		release: c.relCost.v, tokens: c.tokens,
+		release: c.relCost.v, tokens: c.tokens, since: c.since,
 		minGarbage: c.cfg.minGarbage, procs: c.env.procs(),
 	}
 	if !c.unbounded() && r.goal > r.live {
@@ -417,7 +419,7 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 		if c.r.cycles != c.seen {
 			c.ours--
 			c.oursLast = true
-			c.seen, c.base = c.r.cycles, c.r.allocs
+			c.seen, c.base, c.since = c.r.cycles, c.r.allocs, 0
 			c.stats.LiveAfterCycle = c.r.live
 		}
 		// With more than one P, also the time the loop waited, if

@@ -25,6 +25,7 @@ type snapshot struct {
 	procs   int           // GOMAXPROCS: with one P nothing runs beside the loop
 	release time.Duration // what a release costs the process, measured
 	tokens  time.Duration // the budget left: earned less charged; may be below 0
+	since   time.Duration // what the budget earned since the last cycle (ours or the pacer's) ended
 	reserve time.Duration // what cycles leave of tokens for the next release: its price, if releases are on
 
 	minGarbage uint64
@@ -43,7 +44,10 @@ const (
 // pure. The budget says how much: an action runs only while the tokens
 // pay for its measured price (a cycle's less what it saves the pacer:
 // charge; and the pages it would make go and come back: churn), cycles
-// leaving a release's price in reserve. The heap says whether: garbage
+// leaving a release's price in reserve; and how often: a cycle only once
+// the budget has earned its charge since the last cycle ended, so that
+// cycles come at an even pace and what the budget saved up does not
+// buy a run of small cycles and then none. The heap says whether: garbage
 // enough for a cycle, a quiet process that allocated since the last
 // release. The time ahead says when: with more than one P a cycle runs
 // only where it fits the loop's expected gap; with one P the loop's next
@@ -65,7 +69,7 @@ func decide(s snapshot) (action, Outcome) {
 	switch {
 	case s.procs > 1 && s.gap > 0 && s.wall > s.gap:
 		return doNothing, OutcomeGap
-	case s.tokens-s.reserve < s.cycleNeed():
+	case s.tokens-s.reserve < s.cycleNeed() || s.since < s.charge():
 		return doNothing, OutcomeBudget
 	case s.budget <= 0:
 		return doNothing, OutcomeDue
@@ -75,7 +79,12 @@ func decide(s snapshot) (action, Outcome) {
 
 // cycleNeed is what a cycle now must find in the tokens.
 func (s snapshot) cycleNeed() time.Duration {
-	return charge(s.cost, s.pacer, s.garbage, s.pile) + s.churn
+	return s.charge() + s.churn
+}
+
+// charge is what a cycle now is charged for itself, its churn aside.
+func (s snapshot) charge() time.Duration {
+	return charge(s.cost, s.pacer, s.garbage, s.pile)
 }
 
 // charge is what a cycle of ours that collects garbage and costs cost
@@ -104,7 +113,8 @@ const (
 	// a quiet process with nothing allocated since the last release.
 	OutcomeNone Outcome = iota
 	// OutcomeBudget: a cycle or a release would cost more than the
-	// budget has left (Stats.DeclinedBudget); the pacer collects.
+	// budget has left, or a cycle more than it earned since the last
+	// cycle (Stats.DeclinedBudget); the pacer collects.
 	OutcomeBudget
 	// OutcomeDue: a cycle or a release is due at a look that may not
 	// act (a zero budget); the next step with a budget takes it.
@@ -160,4 +170,5 @@ type Decision struct {
 	Pacer  time.Duration // what a cycle of the pacer's costs, measured; 0: none seen yet
 	Churn  time.Duration // what faulting back the pages the cycle would return costs
 	Tokens time.Duration // the budget left before the action
+	Since  time.Duration // what the budget earned since the last cycle ended: a cycle waits until it pays the cycle's charge
 }

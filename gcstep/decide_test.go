@@ -6,9 +6,10 @@ import (
 )
 
 func TestDecide(t *testing.T) {
-	// base has garbage enough, a budget that pays, a gap that fits.
+	// base has garbage enough, a budget that pays and has earned the
+	// cycle since the last, a gap that fits.
 	base := snapshot{garbage: 1 << 20, live: 1 << 20, pile: 4 << 20, budget: ms, gap: ms,
-		wall: 300 * us, cost: 500 * us, release: 2 * ms, tokens: 10 * ms, minGarbage: 256 << 10, procs: 2}
+		wall: 300 * us, cost: 500 * us, release: 2 * ms, tokens: 10 * ms, since: ms, minGarbage: 256 << 10, procs: 2}
 	tests := []struct {
 		name string
 		edit func(*snapshot)
@@ -19,11 +20,15 @@ func TestDecide(t *testing.T) {
 		{"too little garbage", func(s *snapshot) { s.garbage = 100 << 10 }, doNothing, OutcomeNone},
 		{"budget spent", func(s *snapshot) { s.tokens = 100 * us }, doNothing, OutcomeBudget},
 		{"the release's reserve is not for cycles", func(s *snapshot) { s.tokens, s.reserve = 2*ms, 1800*us }, doNothing, OutcomeBudget},
+		{"saved up, but not earned since the last cycle", func(s *snapshot) { s.since = 300 * us }, doNothing, OutcomeBudget},
+		{"earned since the last cycle, but spent", func(s *snapshot) { s.tokens, s.since = 300*us, 10*ms }, doNothing, OutcomeBudget},
+		{"the pace is the charge, not the churn", func(s *snapshot) { s.since, s.churn = 400*us, 2*ms }, doInline, OutcomeInline},
+		{"a release does not wait for the pace", func(s *snapshot) { s.quiet, s.armed, s.since = true, 1<<20, 0 }, doRelease, OutcomeRelease},
 		{"budget below zero", func(s *snapshot) { s.tokens = -ms }, doNothing, OutcomeBudget},
 		{"the budget pays the cycle, not its churn", func(s *snapshot) { s.tokens, s.churn = ms, 700*us }, doNothing, OutcomeBudget},
 		{"the budget pays the cycle and its churn", func(s *snapshot) { s.tokens, s.churn = ms, 200*us }, doInline, OutcomeInline},
 		{"a release owes no churn", func(s *snapshot) { s.quiet, s.armed, s.tokens, s.churn = true, 1<<20, 3*ms, 5*ms }, doRelease, OutcomeRelease},
-		{"a pile near the pacer's is nearly free", func(s *snapshot) { s.tokens = 100 * us; s.garbage = 3900 << 10 }, doInline, OutcomeInline},
+		{"a pile near the pacer's is nearly free", func(s *snapshot) { s.tokens, s.since, s.garbage = 100*us, 100*us, 3900<<10 }, doInline, OutcomeInline},
 		{"no pacer: the whole cycle is charged", func(s *snapshot) { s.pile = 0; s.tokens = 400 * us }, doNothing, OutcomeBudget},
 		{"a gap shorter than the cycle: the pacer's", func(s *snapshot) { s.gap = 100 * us }, doNothing, OutcomeGap},
 		{"a gap shorter than the cycle, over budget too", func(s *snapshot) { s.gap, s.tokens = 100*us, 0 }, doNothing, OutcomeGap},

@@ -170,7 +170,7 @@ type Stats struct {
 	// ran out: they went on beside the loop, charged once they ended.
 	CyclesOutlasted uint64
 	CyclesOther     uint64 // cycles the Runtime did not run: the pacer's, the bound's, the program's
-	DeclinedBudget  uint64 // looks at which a cycle or release would have cost more than the budget had left
+	DeclinedBudget  uint64 // looks at which a cycle or release would have cost more than the budget had left, or a cycle more than it earned since the last
 	DeclinedGap     uint64 // looks at which a cycle would have outlasted the loop's expected gap
 	DeclinedSweep   uint64 // cycles decided but not started: the last cycle's garbage was still being swept
 	Releases        uint64 // releases of memory to the OS completed

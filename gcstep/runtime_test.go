@@ -401,8 +401,12 @@ func TestGOGCOffBoundedThroughWork(t *testing.T) {
 		// allocating flat out through a cycle's mark make what it marks
 		// (allocated black) tens of MiB, and the goal follows: GOGC=100
 		// without a Runtime reached 50-70 MiB on this burst in some runs,
-		// so the check is for bounded, not for the pacer's lag.
-		check(t, peak < 128<<20, "%d Runtimes: heap reached %d MiB under GOGC=off", n, peak>>20)
+		// so the check is for bounded, not for the pacer's lag. And the
+		// bound is a memory limit: while collecting at it takes more than
+		// half the CPU, the runtime's GC CPU limiter (mgclimit.go) lets
+		// the heap past it (356 MiB once in twenty runs, another process
+		// busy on the other core), still far short of the total.
+		check(t, peak < max(128<<20, total/4), "%d Runtimes: heap reached %d MiB under GOGC=off", n, peak>>20)
 		equal(t, "GOGC after the last Close", debug.SetGCPercent(-1), -1)
 		equal(t, "memory limit after the last Close", debug.SetMemoryLimit(-1), int64(math.MaxInt64))
 	}

@@ -17,6 +17,9 @@ type trace struct {
 	work   time.Duration
 	every  func(i int) time.Duration
 	other  float64
+	// think is CPU the program spends before the first event, in
+	// computation that allocates nothing: a budget saved up.
+	think time.Duration
 }
 
 var traces = []trace{
@@ -63,6 +66,14 @@ func simulate(t *testing.T, p profile, tr trace, gogc int, stepper bool, opts ..
 	if stepper {
 		rt = newRuntimeEnv(f.env(), opts...)
 		defer rt.Close()
+	}
+	if tr.think > 0 {
+		f.cpu += tr.think
+		f.step(f.now + tr.think)
+		if rt != nil && rt.Lull() {
+			rt.Step(ms) // a look: the budget earns what the thinking paid for
+			f.run()
+		}
 	}
 	next := f.now
 	start := f.now
@@ -201,6 +212,26 @@ func TestWinWhereCyclesAreCheap(t *testing.T) {
 		with := simulate(t, p, traces[2], 100, true)
 		check(t, with.stats.Releases >= want, "%s, bursts: %d releases after 5 bursts, want >= %d", p.name, with.stats.Releases, want)
 	}
+}
+
+// TestCyclesComeAtAnEvenPace: a program that computed for two seconds
+// before its stream has saved up the budget of that CPU; its cycles
+// still come only as fast as the stream's own CPU earns them, not in a
+// run of small cycles that spends the savings and then leaves the heap
+// to grow (the peak is the largest garbage between two cycles). What
+// they charge over the stream stays within what the stream earned, and
+// the peak within what the same stream reaches without the savings.
+func TestCyclesComeAtAnEvenPace(t *testing.T) {
+	p := profiles[5] // bare metal, one P: cycles cheap enough for many
+	tr := traces[0]
+	fresh := simulate(t, p, tr, 100, true, WithReleaseDelay(0))
+	tr.think = 2 * time.Second
+	saved := simulate(t, p, tr, 100, true, WithReleaseDelay(0))
+	before := time.Duration(DefaultBudget * float64(tr.think))
+	spent, earned := saved.stats.Charged, saved.stats.Earned-before
+	check(t, spent <= earned+p.cycleCPU, "charged %v over the stream, which earned %v (and %v before it)", spent, earned, before)
+	check(t, saved.ours <= fresh.ours*5/4, "%d cycles with savings, %d without", saved.ours, fresh.ours)
+	check(t, saved.peak <= fresh.peak*5/4, "peak %d with savings, %d without", saved.peak, fresh.peak)
 }
 
 // TestChurnIsPriced: with one P on a VM whose faults cost 11 µs, the
