@@ -268,7 +268,7 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 	if out == OutcomeBudget && !s.quiet {
 		// No look before the budget could pay for the cycle, and its
 		// pace allow it: it earns at most its share of GOMAXPROCS CPUs.
-		short := max(s.reserve+s.cycleNeed()-s.tokens, s.charge()-s.since)
+		short := max(s.reserve+s.charge()+s.churn-s.tokens, s.charge()-s.since)
 		next = max(next, time.Duration(float64(short)/(c.cfg.budget*float64(s.procs))))
 	}
 	c.nextLook.Store(int64(c.env.now() + next))
@@ -404,8 +404,7 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 		c.stats.CyclesOutlasted++
 	}
 	if c.r.cycles == 0 {
-		// The process's first cycle is cold (the collector's workers and
-		// metadata are made now: 1.3 ms here where the next take
+		// The process's first cycle is cold (1.3 ms where the next take
 		// 0.2) and is the pacer's anyway: not extra, and no price.
 		if !ended {
 			c.bg.pending, c.bg.cycles, c.bg.free = true, c.r.cycles, true
@@ -422,11 +421,10 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 			c.seen, c.base, c.since = c.r.cycles, c.r.allocs, 0
 			c.stats.LiveAfterCycle = c.r.live
 		}
-		// With more than one P, also the time the loop waited, if
-		// longer: the wakes of its wait cost the process more CPU than
-		// the collector's (doc/policy.md); the delay to the loop's work
-		// comes with its report (delayed). With one P, not the wait: the
-		// program's other goroutines have the P for most of it.
+		// With more than one P, the loop's wait if longer: its wakes
+		// cost the process more than the collector's CPU (doc/policy.md;
+		// its work's delay comes with delayed). With one P the program's
+		// other goroutines have the P for most of the wait.
 		cost := c.r.gc - g0
 		if s.procs > 1 {
 			cost = max(cost, t1-t0)
@@ -479,11 +477,9 @@ func (c *core) release() {
 		}
 		c.scavAt, c.relAt = c.r.scavenged, c.r.released
 		c.learn(nil, t1)
-		// The collector's CPU in its two cycles, or the release's wall
-		// time if longer (the scavenging runs on its goroutine). Not the
-		// process's CPU: open streams or a broadcaster working meanwhile
-		// are not the release's, and one inflated price would decline
-		// every release after it.
+		// The collector's CPU in its two cycles, or the wall time if
+		// longer (it scavenges on its goroutine); not the process's CPU,
+		// which counts what open streams do meanwhile.
 		cost := max(g1-g0, t1-t0)
 		c.relCost.learn(cost, t1)
 		c.pay(cost)
@@ -495,13 +491,11 @@ func (c *core) release() {
 	})
 }
 
-// churn charges what returning pages to the OS costs once the program
-// needs them again, where the Runtime made them go (doc/policy.md): the
-// runtime scavenger's CPU after a cycle of ours, and the faults that
-// bring back the pages it or a release of ours returned, at the
-// machine's measured price a page. A release's faults are part of its
-// price (relCost), so that the next release is priced with them. Called
-// with mu held.
+// churn charges what returning pages the Runtime made go costs
+// (doc/policy.md): the scavenger's CPU after a cycle of ours, and the
+// faults that bring back what it or a release of ours returned, at the
+// measured price a page. A release's faults are part of its price
+// (relCost), so the next release is priced with them. Called with mu held.
 func (c *core) churn() {
 	r := &c.r
 	var d time.Duration

@@ -44,10 +44,9 @@ const (
 // pure. The budget says how much: an action runs only while the tokens
 // pay for its measured price (a cycle's less what it saves the pacer:
 // charge; and the pages it would make go and come back: churn), cycles
-// leaving a release's price in reserve; and how often: a cycle only once
-// the budget has earned its charge since the last cycle ended, so that
-// cycles come at an even pace and what the budget saved up does not
-// buy a run of small cycles and then none. The heap says whether: garbage
+// leaving a release's price in reserve; and how often: a cycle waits
+// until the budget earned its charge since the last cycle ended, an even
+// pace that savings do not speed up. The heap says whether: garbage
 // enough for a cycle, a quiet process that allocated since the last
 // release. The time ahead says when: with more than one P a cycle runs
 // only where it fits the loop's expected gap; with one P the loop's next
@@ -69,17 +68,12 @@ func decide(s snapshot) (action, Outcome) {
 	switch {
 	case s.procs > 1 && s.gap > 0 && s.wall > s.gap:
 		return doNothing, OutcomeGap
-	case s.tokens-s.reserve < s.cycleNeed() || s.since < s.charge():
+	case s.tokens-s.reserve < s.charge()+s.churn || s.since < s.charge():
 		return doNothing, OutcomeBudget
 	case s.budget <= 0:
 		return doNothing, OutcomeDue
 	}
 	return doInline, OutcomeInline
-}
-
-// cycleNeed is what a cycle now must find in the tokens.
-func (s snapshot) cycleNeed() time.Duration {
-	return s.charge() + s.churn
 }
 
 // charge is what a cycle now is charged for itself, its churn aside.
