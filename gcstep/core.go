@@ -268,7 +268,8 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 	if out == OutcomeBudget && !s.quiet {
 		// No look before the budget could pay for the cycle, and its
 		// pace allow it: it earns at most its share of GOMAXPROCS CPUs.
-		short := max(s.reserve+s.charge()+s.churn-s.tokens, s.charge()-s.since)
+		ch := charge(s.cost, s.pacer, s.garbage, s.pile)
+		short := max(s.reserve+ch+s.churn-s.tokens, ch-s.since)
 		next = max(next, time.Duration(float64(short)/(c.cfg.budget*float64(s.procs))))
 	}
 	c.nextLook.Store(int64(c.env.now() + next))
@@ -292,8 +293,7 @@ func (c *core) learn(l *Loop, now time.Duration) {
 			c.pacer.learn((gc-c.gcAt)/time.Duration(n), now)
 		}
 		c.stats.CyclesOther += n - mine
-		c.seen, c.base, c.since = r.cycles, r.allocs, 0
-		c.stats.LiveAfterCycle = r.live
+		c.sawCycles()
 	}
 	if c.bg.pending && r.cycles > c.bg.cycles {
 		c.bg.pending = false
@@ -317,6 +317,11 @@ func (c *core) learn(l *Loop, now time.Duration) {
 	c.earn(now)
 	c.repair()
 	c.bound()
+}
+
+// sawCycles starts the books at the cycles the reading saw end: garbage, pace.
+func (c *core) sawCycles() {
+	c.seen, c.base, c.since, c.stats.LiveAfterCycle = c.r.cycles, c.r.allocs, 0, c.r.live
 }
 
 // earn brings the budget up to now. Called with mu held.
@@ -418,8 +423,7 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 		if c.r.cycles != c.seen {
 			c.ours--
 			c.oursLast = true
-			c.seen, c.base, c.since = c.r.cycles, c.r.allocs, 0
-			c.stats.LiveAfterCycle = c.r.live
+			c.sawCycles()
 		}
 		// With more than one P, the loop's wait if longer: its wakes
 		// cost the process more than the collector's CPU (doc/policy.md;

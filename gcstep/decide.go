@@ -65,20 +65,16 @@ func decide(s snapshot) (action, Outcome) {
 	if s.quiet || s.marking || s.garbage < s.minGarbage {
 		return doNothing, OutcomeNone
 	}
+	ch := charge(s.cost, s.pacer, s.garbage, s.pile) // the cycle's own, its churn aside
 	switch {
 	case s.procs > 1 && s.gap > 0 && s.wall > s.gap:
 		return doNothing, OutcomeGap
-	case s.tokens-s.reserve < s.charge()+s.churn || s.since < s.charge():
+	case s.tokens-s.reserve < ch+s.churn || s.since < ch:
 		return doNothing, OutcomeBudget
 	case s.budget <= 0:
 		return doNothing, OutcomeDue
 	}
 	return doInline, OutcomeInline
-}
-
-// charge is what a cycle now is charged for itself, its churn aside.
-func (s snapshot) charge() time.Duration {
-	return charge(s.cost, s.pacer, s.garbage, s.pile)
 }
 
 // charge is what a cycle of ours that collects garbage and costs cost
