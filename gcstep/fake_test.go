@@ -30,29 +30,39 @@ type profile struct {
 //     a desktop CPU; wakes cost microseconds, not 0.2 ms);
 //   - previous: this project's first VM, where a 2-P cycle took
 //     0.12-0.13 ms (DESIGN.md, "Priced, not gated");
-//   - today: this VM, both CPUs, as the demo's loop sees a cycle: 0.28 ms
-//     of wall (bench/machine) and about 0.8 ms of the process's CPU
-//     (getrusage over inline cycles of the urandom stream: 66-74 ms for
-//     86 cycles);
-//   - one P: this VM with GOMAXPROCS=1, 0.15 ms of wall and CPU (the
-//     same measurement: 12-33 ms for 89 cycles);
+//   - 11 µs VM: this project's second VM, both CPUs, as the demo's loop
+//     saw a cycle: 0.28 ms of wall (bench/machine) and about 0.8 ms of
+//     the process's CPU (getrusage over inline cycles of the urandom
+//     stream: 66-74 ms for 86 cycles);
+//   - 11 µs VM, one P: it with GOMAXPROCS=1, 0.15 ms of wall and CPU
+//     (the same measurement: 12-33 ms for 89 cycles);
 //   - contended: a core busy with another process, a cycle 5-10 times
 //     dearer and noisy (1.5 ms of wall, 2 ms of CPU, ±60 %);
 //   - bare metal, one P: 60 µs a cycle (a 1-P cycle of an almost empty
-//     heap takes 50-80 µs even on this VM: bench/machine).
+//     heap takes 50-80 µs even on a VM: bench/machine);
+//   - 1 µs VM: the same VM later, its faults and system calls near bare
+//     metal's: with both CPUs the demo's loop waits 0.35 ms for a cycle
+//     and the process spends 0.07 ms more CPU (the urandom stream with a
+//     cycle at every idle moment against none: 79 ms more wall and 15 ms
+//     more CPU for 226 cycles, medians of five runs);
+//   - 1 µs VM, one P: 75 µs a cycle (bench/machine's 1-P cycle, 75-82 µs;
+//     the demo's measured price settles at 72-78 µs).
 //
 // A page faulted back costs 0.2 µs on bare metal (a 4 KiB anonymous
-// fault) and 11 µs on this project's VMs (bench/machine's fault-4k:
-// 10-15 µs on both); returning it, in the scavenger's 64 KiB chunks, 0.1
-// µs on bare metal and 4-5 µs on the VMs (an madvise(MADV_DONTNEED) of
-// 16 pages: 60-80 µs).
+// fault), 11 µs on the second VM (bench/machine's fault-4k: 10-15 µs)
+// and 1.1 µs on it later (0.9-1.4 µs); returning it, in the scavenger's
+// 64 KiB chunks, 0.1 µs on bare metal, 4-5 µs on the 11 µs VMs (an
+// madvise(MADV_DONTNEED) of 16 pages: 60-80 µs) and 0.2 µs on the 1 µs
+// one (3.3 µs for 16 pages).
 var profiles = []profile{
 	{name: "bare metal", cycleWall: 100 * us, cycleCPU: 100 * us, release: 1 * ms, scavenge: us / 10, fault: us / 5},
 	{name: "previous", cycleWall: 130 * us, cycleCPU: 250 * us, release: 2 * ms, scavenge: 4 * us, fault: 10 * us},
-	{name: "today", cycleWall: 280 * us, cycleCPU: 800 * us, release: 2 * ms, scavenge: 4 * us, fault: 11 * us, noise: 0.3},
-	{name: "one P", cycleWall: 150 * us, cycleCPU: 150 * us, release: 2 * ms, scavenge: 4 * us, fault: 11 * us, noise: 0.3, procs: 1},
+	{name: "11 µs VM", cycleWall: 280 * us, cycleCPU: 800 * us, release: 2 * ms, scavenge: 4 * us, fault: 11 * us, noise: 0.3},
+	{name: "11 µs VM, one P", cycleWall: 150 * us, cycleCPU: 150 * us, release: 2 * ms, scavenge: 4 * us, fault: 11 * us, noise: 0.3, procs: 1},
 	{name: "contended", cycleWall: 1500 * us, cycleCPU: 2 * ms, release: 6 * ms, scavenge: 8 * us, fault: 20 * us, noise: 0.6},
 	{name: "bare metal, one P", cycleWall: 60 * us, cycleCPU: 60 * us, release: 1 * ms, scavenge: us / 10, fault: us / 5, procs: 1},
+	{name: "1 µs VM", cycleWall: 350 * us, cycleCPU: 70 * us, release: 2 * ms, scavenge: us / 5, fault: 1100 * time.Nanosecond, noise: 0.3},
+	{name: "1 µs VM, one P", cycleWall: 75 * us, cycleCPU: 75 * us, release: 2 * ms, scavenge: us / 5, fault: 1100 * time.Nanosecond, noise: 0.3, procs: 1},
 }
 
 // fake is a process in a fake environment: a clock, a CPU counter, a
