@@ -266,10 +266,12 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 	}
 	next := lookEvery
 	if out == OutcomeBudget && !s.quiet {
-		// No look before the budget could pay for the cycle, and its
-		// pace allow it: it earns at most its share of GOMAXPROCS CPUs.
+		// No look before the budget could pay for the cycle's own
+		// charge, and its pace allow it: it earns at most its share of
+		// GOMAXPROCS CPUs. Not its churn: that shrinks as the heap grows
+		// back into the pages it would return, and is looked at again.
 		ch := charge(s.cost, s.pacer, s.garbage, s.pile)
-		short := max(s.reserve+ch+s.churn-s.tokens, ch-s.since)
+		short := max(s.reserve+ch-s.tokens, ch-s.since)
 		next = max(next, time.Duration(float64(short)/(c.cfg.budget*float64(s.procs))))
 	}
 	c.nextLook.Store(int64(c.env.now() + next))

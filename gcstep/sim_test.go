@@ -164,8 +164,8 @@ func TestBudgetHoldsOnEveryMachine(t *testing.T) {
 }
 
 // TestWinWhereCyclesAreCheap checks that the budget buys the memory
-// where cycles and pages are cheap: with one P on bare metal and on the
-// 1 µs VM, the stream's average heap is at most 0.6 times the pacer's
+// where cycles are cheap: with one P, on every machine, the stream's
+// average heap is at most 0.6 times the pacer's
 // at GOGC=100, and 0.3 times at GOGC=400; the paced stream, whose gaps
 // hold a cycle, gets as much on bare metal, the first VM, the 1 µs VM
 // and with one P, and 0.8 and 0.4 on the 11 µs VM with both CPUs, whose
@@ -175,10 +175,7 @@ func TestBudgetHoldsOnEveryMachine(t *testing.T) {
 // Not asserted, because it does not hold: the stream with both CPUs
 // (its gaps, 50 µs, are shorter than a cycle even on bare metal, 100
 // µs, and a cycle that does not fit would delay the next event: the
-// policy leaves that garbage to the pacer, OutcomeGap), and the stream
-// with one P on the 11 µs VM: a cycle there would have the scavenger
-// return the pages the heap grows back into, 0.5-1 ms a cycle, more
-// than the budget has (see TestChurnIsPriced).
+// policy leaves that garbage to the pacer, OutcomeGap).
 func TestWinWhereCyclesAreCheap(t *testing.T) {
 	type want struct {
 		p     profile
@@ -191,7 +188,9 @@ func TestWinWhereCyclesAreCheap(t *testing.T) {
 		gogc  int
 		ratio float64
 	}{{100, 0.6}, {400, 0.3}} {
-		wants = append(wants, want{profiles[5], traces[0], g.gogc, g.ratio}, want{profiles[7], traces[0], g.gogc, g.ratio})
+		for _, p := range []profile{profiles[3], profiles[5], profiles[7]} {
+			wants = append(wants, want{p, traces[0], g.gogc, g.ratio})
+		}
 		for _, p := range []profile{profiles[0], profiles[1], profiles[3], profiles[5], profiles[6], profiles[7]} {
 			wants = append(wants, want{p, traces[1], g.gogc, g.ratio})
 		}
@@ -234,21 +233,25 @@ func TestCyclesComeAtAnEvenPace(t *testing.T) {
 	check(t, saved.peak <= fresh.peak*5/4, "peak %d with savings, %d without", saved.peak, fresh.peak)
 }
 
-// TestChurnIsPriced: with one P on a VM whose faults cost 11 µs, the
-// stream's cycles would have the scavenger return pages the heap grows
-// back into; the Runtime prices that before a cycle and charges what
-// happened, so it steps back after a few cycles, where on bare metal it
-// runs hundreds. Without the pages' price it ran 80 cycles there and
-// cost the process 10-20 % more CPU on the seldom-idle loop.
+// TestChurnIsPriced: where a page faulted back costs 11 µs, a cycle
+// that has the scavenger return pages the heap then grows back into
+// costs more than the cycle itself. The Runtime prices that before a
+// cycle, so that its cycles come once the heap has grown back into its
+// pages, and charges what happened. Without the price the paced stream
+// charged 5-10 ms of faults in 3 s, cost the process 5-6 % more CPU and
+// kept 0.88-0.95 of the pacer's average heap; with it, 1-1.5 ms, under
+// 4 % and 0.17-0.68.
 func TestChurnIsPriced(t *testing.T) {
-	vm := simulate(t, profiles[3], traces[0], 100, true)
-	metal := simulate(t, profiles[5], traces[0], 100, true)
-	check(t, vm.ours*10 < metal.ours, "cycles: %d on the VM against %d on bare metal", vm.ours, metal.ours)
-	for _, tr := range traces {
-		with := simulate(t, profiles[3], tr, 400, true)
-		without := simulate(t, profiles[3], tr, 400, false)
-		extra := float64(with.cpu-without.cpu) / float64(with.cpu)
-		check(t, extra < 2*DefaultBudget, "%s: the Runtime cost %.1f %% of the process's CPU", tr.name, 100*extra)
+	for _, p := range []profile{profiles[2], profiles[3]} {
+		for _, tr := range traces {
+			with := simulate(t, p, tr, 400, true)
+			without := simulate(t, p, tr, 400, false)
+			extra := float64(with.cpu-without.cpu) / float64(with.cpu)
+			check(t, extra < 2*DefaultBudget, "%s, %s: the Runtime cost %.1f %% of the process's CPU", p.name, tr.name, 100*extra)
+			if tr.name == "paced" {
+				check(t, with.stats.Churn < with.stats.Charged/2, "%s, paced: churn %v of %v charged", p.name, with.stats.Churn, with.stats.Charged)
+			}
+		}
 	}
 }
 
@@ -283,12 +286,13 @@ func TestReleaseIsPricedWithItsFaults(t *testing.T) {
 // TestPacerPriceIsLearned: where the pacer's cycles cost three times
 // ours (its assists, its larger heap), the Runtime measures that price
 // and credits it, and the budget buys more cycles than where both cost
-// the same.
+// the same. On the contended machine the paced stream's cycles are
+// dear enough that the pacer collects beside them.
 func TestPacerPriceIsLearned(t *testing.T) {
-	same := profiles[3]
+	same := profiles[4]
 	dear := same
 	dear.pacerCPU = 3 * same.cycleCPU
-	for _, tr := range []trace{traces[0], traces[3]} {
+	for _, tr := range []trace{traces[1]} {
 		a := simulate(t, same, tr, 100, true)
 		b := simulate(t, dear, tr, 100, true)
 		p := b.stats.PacerCycleCost
