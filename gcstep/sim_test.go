@@ -165,8 +165,8 @@ func TestBudgetHoldsOnEveryMachine(t *testing.T) {
 
 // TestWinWhereCyclesAreCheap checks that the budget buys the memory
 // where cycles are cheap: with one P, on every machine, the stream's
-// average heap is at most 0.6 times the pacer's
-// at GOGC=100, and 0.3 times at GOGC=400; the paced stream, whose gaps
+// average heap is at most 0.6 times the pacer's at GOGC=100, and 0.3
+// times at GOGC=400; the paced stream, whose gaps
 // hold a cycle, gets as much on bare metal, the first VM, the 1 µs VM
 // and with one P, and 0.8 and 0.4 on the 11 µs VM with both CPUs, whose
 // cycles are dearer; after bursts the heap is released five times in
@@ -292,13 +292,11 @@ func TestPacerPriceIsLearned(t *testing.T) {
 	same := profiles[4]
 	dear := same
 	dear.pacerCPU = 3 * same.cycleCPU
-	for _, tr := range []trace{traces[1]} {
-		a := simulate(t, same, tr, 100, true)
-		b := simulate(t, dear, tr, 100, true)
-		p := b.stats.PacerCycleCost
-		check(t, p > dear.pacerCPU*6/10 && p < dear.pacerCPU*14/10, "%s: the pacer's price: learned %v, it costs %v", tr.name, p, dear.pacerCPU)
-		check(t, b.ours > a.ours, "%s: %d cycles where the pacer's cost three times ours, %d where they cost the same", tr.name, b.ours, a.ours)
-	}
+	a := simulate(t, same, traces[1], 100, true)
+	b := simulate(t, dear, traces[1], 100, true)
+	p := b.stats.PacerCycleCost
+	check(t, p > dear.pacerCPU*6/10 && p < dear.pacerCPU*14/10, "the pacer's price: learned %v, it costs %v", p, dear.pacerCPU)
+	check(t, b.ours > a.ours, "%d cycles where the pacer's cost three times ours, %d where they cost the same", b.ours, a.ours)
 }
 
 // TestCyclePriceIsTheCollectorsWithOneP: with one P a cycle is priced at
