@@ -181,9 +181,10 @@ func (c *core) newLoop() *Loop {
 	return l
 }
 
-func (c *core) removeLoop(l *Loop) {
+// remove takes x out of the core's list s (loops, dec) under mu.
+func remove[T comparable](c *core, s *[]T, x T) {
 	c.mu.Lock()
-	c.loops = slices.DeleteFunc(c.loops, func(x *Loop) bool { return x == l })
+	*s = slices.DeleteFunc(*s, func(y T) bool { return y == x })
 	c.mu.Unlock()
 }
 
@@ -194,12 +195,6 @@ func (c *core) selfOf(l *Loop) *Loop {
 		return l
 	}
 	return nil
-}
-
-func (c *core) removeDecisions(f *func(Decision)) {
-	c.mu.Lock()
-	c.dec = slices.DeleteFunc(c.dec, func(x *func(Decision)) bool { return x == f })
-	c.mu.Unlock()
 }
 
 // delayed records that work waited d behind a step. Behind a cycle that

@@ -102,7 +102,7 @@ func (rt *Runtime) Close() {
 	}
 	rt.self.detach()
 	if rt.dec != nil {
-		rt.c.removeDecisions(rt.dec)
+		remove(rt.c, &rt.c.dec, rt.dec)
 	}
 	if rt.c.onClose != nil {
 		procMu.Lock()
@@ -315,7 +315,7 @@ func (l *Loop) Close() {
 
 func (l *Loop) detach() {
 	if !l.closed.Swap(true) {
-		l.c.removeLoop(l)
+		remove(l.c, &l.c.loops, l)
 	}
 }
 
