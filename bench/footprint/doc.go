@@ -90,6 +90,9 @@
 //		400,200,100,50,25,10)
 //	-conditions list
 //		with -frontier: some of both, 1P, quota, busy (default all)
+//	-budget share
+//		with -frontier: the stepper points' budget (gcstep.WithBudget),
+//		in (0, 1]; 0, the default, leaves the Runtime's
 //
 // # The frontier
 //

@@ -64,7 +64,18 @@ type frontierConfig struct {
 	conditions []condition
 	sample     time.Duration
 	command    string
-	warmup     int // MiB each child allocates before its workload (lab.ChildSpec.WarmupMiB)
+	warmup     int     // MiB each child allocates before its workload (lab.ChildSpec.WarmupMiB)
+	budget     float64 // the stepper points' gcstep.WithBudget; 0: the default
+}
+
+// setBudget sets the stepper points' budget: a share of the program's CPU
+// in (0, 1], or 0 for the Runtime's default.
+func (c *frontierConfig) setBudget(b float64) error {
+	if b != 0 && !(b > 0 && b <= 1) {
+		return fmt.Errorf("-budget %v: want a share of the CPU in (0, 1], or 0 for the default", b)
+	}
+	c.budget = b
+	return nil
 }
 
 // newFrontierConfig checks the flags the frontier mode reads.
@@ -209,6 +220,7 @@ type frontierReport struct {
 	Runs        int               `json:"runs_per_point"`
 	Quick       bool              `json:"quick"`
 	WarmupMiB   int               `json:"warmup_mib,omitempty"`
+	Budget      float64           `json:"budget,omitempty"` // the stepper's gcstep.WithBudget; 0: the default
 	About       []about           `json:"workloads"`
 	Conditions  []condition       `json:"conditions"`
 	Skipped     []string          `json:"skipped,omitempty"`
@@ -240,7 +252,7 @@ func runFrontier(ctx context.Context, c frontierConfig, stdout, progress io.Writ
 	}
 	defer os.RemoveAll(tmp)
 
-	rep := &frontierReport{Machine: thisMachine(), Command: c.command, Started: time.Now().UTC(), Runs: c.runs, Quick: c.quick, WarmupMiB: c.warmup}
+	rep := &frontierReport{Machine: thisMachine(), Command: c.command, Started: time.Now().UTC(), Runs: c.runs, Quick: c.quick, WarmupMiB: c.warmup, Budget: c.budget}
 	for _, w := range c.workloads {
 		rep.About = append(rep.About, about{w.Name, w.About(c.quick)})
 	}
@@ -272,7 +284,7 @@ func runFrontier(ctx context.Context, c frontierConfig, stdout, progress io.Writ
 		spec := lab.ChildSpec{Workload: w.Name, Stepping: "off", GC: lab.GCSetting{Name: p.Name(), GOGC: p.GOGC, MemLimit: p.MemLimit},
 			Quick: c.quick, SampleEvery: c.sample, Floor: p.Kind == kindFloor, WarmupMiB: c.warmup}
 		if p.Kind == kindStepper {
-			spec.Stepping = "default"
+			spec.Stepping, spec.Budget = "default", c.budget
 		}
 		spec.Out = filepath.Join(tmp, "result.json")
 		os.Remove(spec.Out)

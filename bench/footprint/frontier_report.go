@@ -201,6 +201,9 @@ func judge(sum []frontierSummary, memory string) []verdict {
 // summary of verdicts.
 func writeFrontierTables(w io.Writer, rep *frontierReport) {
 	fmt.Fprintf(w, "the frontier: %s\nmedians of %d runs per point; memory over the floor is a point's RSS less the floor point's (the same work, no garbage) under the same condition\n", rep.Command, rep.Runs)
+	if rep.Budget > 0 {
+		fmt.Fprintf(w, "the stepper's budget: %g of the program's CPU (gcstep.WithBudget)\n", rep.Budget)
+	}
 	if rep.WarmupMiB > 0 {
 		fmt.Fprintf(w, "every child first allocated %d MiB, 2 MiB live at a time (a program with a past): its peak is the warm-up's, so judge by the average\n", rep.WarmupMiB)
 	}

@@ -290,6 +290,11 @@ func TestNewFrontierConfig(t *testing.T) {
 	}
 	_, err = newFrontierConfig("d", false, 1, "", "", "", time.Millisecond, -1, "")
 	assert.ErrorContains(t, err, "-warmup -1")
+	for _, b := range []float64{-0.1, 1.5} {
+		assert.ErrorContains(t, c.setBudget(b), "-budget", "%v", b)
+	}
+	require.NoError(t, c.setBudget(0.1))
+	assert.Equal(t, 0.1, c.budget)
 }
 
 // A run's stepper counts reach its frontier row: cycles, and releases.

@@ -38,6 +38,7 @@ func main() {
 	runs := flag.Int("runs", 0, "with -frontier: runs of every point, interleaved (default 3, 1 with -quick)")
 	frontierGOGC := flag.String("frontier-gogc", strings.Join(defaultFrontierGOGC, ","), "with -frontier: the GOGC settings of the pacer's points")
 	warmup := flag.Int("warmup", 0, "with -frontier: MiB every child allocates, 2 MiB live at a time, before its workload and its stepper, as a program with a past (lab.ChildSpec.WarmupMiB); judge by the average then, since the warm-up sets every peak")
+	budget := flag.Float64("budget", 0, "with -frontier: the stepper points' budget (gcstep.WithBudget), a share of the program's CPU in (0, 1]; 0: the Runtime's default")
 	conds := flag.String("conditions", "both,1P,quota,busy", "with -frontier: the conditions, some of both (both CPUs), 1P (GOMAXPROCS=1), quota (a 1-CPU cgroup quota), busy (one CPU kept busy)")
 	flag.Parse()
 	cfg.command = strings.Join(append([]string{"go run ./bench/footprint"}, os.Args[1:]...), " ")
@@ -60,6 +61,9 @@ func main() {
 			}
 		})
 		fc, err := newFrontierConfig(cfg.out, cfg.quick, *runs, workloads, *frontierGOGC, *conds, cfg.sample, *warmup, cfg.command)
+		if err == nil {
+			err = fc.setBudget(*budget)
+		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "footprint:", err)
 			os.Exit(2)
