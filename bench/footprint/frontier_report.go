@@ -221,9 +221,9 @@ func writeFrontierTables(w io.Writer, rep *frontierReport) {
 			writePointTable(w, rep, a.Name, c)
 		}
 	}
-	writeVerdicts(w, rep.Verdicts)
+	writeVerdicts(w, rep.Verdicts, rep.Budget)
 	fmt.Fprintln(w)
-	writeVerdicts(w, rep.AvgVerdicts)
+	writeVerdicts(w, rep.AvgVerdicts, rep.Budget)
 	fmt.Fprintf(w, "\n%d runs in %.0fs", len(rep.Results), rep.Duration)
 	if rep.Machine.LoadBefore > 0 || rep.Machine.LoadAfter > 0 {
 		fmt.Fprintf(w, "; one-minute load average %.1f before, %.1f after", rep.Machine.LoadBefore, rep.Machine.LoadAfter)
@@ -297,15 +297,21 @@ var (
 	memoryColumns = map[string]string{memPeak: "peak", memAvg: "average"}
 )
 
-func writeVerdicts(w io.Writer, vs []verdict) {
+// writeVerdicts writes vs; budget is the stepper's gcstep.WithBudget, 0
+// for the default.
+func writeVerdicts(w io.Writer, vs []verdict, budget float64) {
 	if len(vs) == 0 {
 		return
 	}
 	name := memoryNames[vs[0].Memory]
-	fmt.Fprintf(w, "summary by %s: the stepper (gcstep.NewRuntime(), no options) against %s;\n"+
+	stepper := "gcstep.NewRuntime(), no options"
+	if budget > 0 {
+		stepper = fmt.Sprintf("gcstep.NewRuntime(gcstep.WithBudget(%g))", budget)
+	}
+	fmt.Fprintf(w, "summary by %s: the stepper (%s) against %s;\n"+
 		"ratio = stepper's %s over floor / the frontier point's (one at or under the floor counts as 0.1 MiB); on/below frontier: ratio ≤ 1;\n"+
 		"%s: every pacer point used more than %.2f × the stepper's CPU, so there is no point at its cost and no ratio\n\n",
-		name, verdictHead(name), name, noneCheaper, frontierCPUSlack)
+		name, stepper, verdictHead(name), name, noneCheaper, frontierCPUSlack)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	col := memoryColumns[vs[0].Memory]
 	fmt.Fprintf(tw, "workload\tcondition\tstepper at\tidle\t%s over floor\tCPU\tfrontier point by %s\tover floor\tCPU\tratio\ton/below frontier\t≥25 %% below\t\n", col, col)

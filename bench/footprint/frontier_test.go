@@ -251,7 +251,7 @@ func TestWriteVerdicts(t *testing.T) {
 		{memAvg, "frontier point by average", "GOGC=100"},
 	} {
 		var b bytes.Buffer
-		writeVerdicts(&b, judge(sum, tt.memory))
+		writeVerdicts(&b, judge(sum, tt.memory), 0)
 		out := b.String()
 		assert.Contains(t, out, verdictHead(memoryNames[tt.memory]))
 		assert.Contains(t, out, tt.column)
