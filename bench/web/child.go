@@ -18,15 +18,17 @@ import (
 
 // A config is one way to run the server.
 type config struct {
-	Name     string // on, off, gogc=N, memlimit=N, tuner, freeos
+	Name     string // on, off, budget=N, gogc=N, memlimit=N, tuner, freeos
 	Stepper  bool
+	Budget   string // the stepper's -budget, a share of the CPU; "" for the default
 	GOGC     string // "" for the default
 	MemLimit string // GOMEMLIMIT; "" for none
 	Baseline string // the server's -baseline; "" for none
 	Procs    int    // the server's GOMAXPROCS; 0 for the runtime's default
 }
 
-// parseConfig reads on, off, gogc=N (the server with the stepper off
+// parseConfig reads on, off, budget=N (the stepper on, its budget N % of
+// the program's CPU: examples/web's -budget), gogc=N (the server with the stepper off
 // and GOGC=N), memlimit=N (off, GOMEMLIMIT=N MiB), tuner or freeos (off,
 // with a GOGC tuner or debug.FreeOSMemory on a timer: the server's
 // -baseline), each optionally followed by .K: a second copy of the same
@@ -45,6 +47,13 @@ func parseConfig(s string) (config, error) {
 	switch {
 	case s == "on" || s == "off":
 		return config{Name: s, Stepper: s == "on"}, nil
+	case strings.HasPrefix(s, "budget="):
+		v := strings.TrimPrefix(s, "budget=")
+		var n int
+		if _, err := fmt.Sscanf(v, "%d", &n); err != nil || n <= 0 || n > 100 || fmt.Sprint(n) != v {
+			return config{}, fmt.Errorf("bad configuration %q: want budget=N with N in 1..100 (percent)", s)
+		}
+		return config{Name: s, Stepper: true, Budget: strconv.FormatFloat(float64(n)/100, 'g', -1, 64)}, nil
 	case strings.HasPrefix(s, "gogc="):
 		v := strings.TrimPrefix(s, "gogc=")
 		var n int
@@ -62,7 +71,7 @@ func parseConfig(s string) (config, error) {
 	case s == "tuner" || s == "freeos":
 		return config{Name: s, Baseline: s}, nil
 	}
-	return config{}, fmt.Errorf("bad configuration %q: want on, off, gogc=N, memlimit=N, tuner or freeos", s)
+	return config{}, fmt.Errorf("bad configuration %q: want on, off, budget=N, gogc=N, memlimit=N, tuner or freeos", s)
 }
 
 // A target is a server program and the client that loads it.
@@ -92,6 +101,12 @@ func startServer(ctx context.Context, t target, bin string, cfg config) (*server
 	args := []string{"-addr", "127.0.0.1:0", "-stepper", stepper}
 	if cfg.Baseline != "" {
 		args = append(args, "-baseline", cfg.Baseline)
+	}
+	if cfg.Budget != "" {
+		if t.Name != "web" {
+			return nil, fmt.Errorf("%s: only examples/web takes a budget (%s)", t.Name, cfg.Name)
+		}
+		args = append(args, "-budget", cfg.Budget)
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	env := []string{}

@@ -412,6 +412,7 @@ func printDay(w io.Writer, rep *dayReport) {
 var dayColor = map[string]color.Color{
 	"tuner":  color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
 	"freeos": color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	"budget": color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff},
 }
 
 // drawDay draws, for every server, the RSS of every configuration's

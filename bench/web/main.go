@@ -43,7 +43,7 @@ const dayConfigs = "on,off,gogc=50,gogc=25,memlimit=20,tuner,freeos"
 
 func main() {
 	var o options
-	configs := flag.String("configs", "on,off,gogc=50,gogc=25", "`list` of server configurations: on, off (the stepper), gogc=N (off, GOGC=N), memlimit=N (off, GOMEMLIMIT=N MiB), tuner or freeos (off, the server's -baseline)")
+	configs := flag.String("configs", "on,off,gogc=50,gogc=25", "`list` of server configurations: on, off (the stepper), budget=N (on, examples/web at WithBudget N %), gogc=N (off, GOGC=N), memlimit=N (off, GOMEMLIMIT=N MiB), tuner or freeos (off, the server's -baseline)")
 	gaps := flag.String("gaps", "150ms,1s,5s", "`list` of quiet gaps after each burst")
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved `rounds`")
 	flag.IntVar(&o.bursts, "bursts", 4, "bursts per session")

@@ -63,12 +63,13 @@ func TestParseConfig(t *testing.T) {
 		"memlimit=20": {Name: "memlimit=20", MemLimit: "20MiB"},
 		"tuner":       {Name: "tuner", Baseline: "tuner"},
 		"freeos":      {Name: "freeos", Baseline: "freeos"},
+		"budget=10":   {Name: "budget=10", Stepper: true, Budget: "0.1"},
 	} {
 		got, err := parseConfig(in)
 		require.NoError(t, err, in)
 		assert.Equal(t, want, got, in)
 	}
-	for _, in := range []string{"", "maybe", "gogc=", "gogc=0", "gogc=x", "gogc=05", "off.", "off.1", "off.x", "x.2", "memlimit=", "memlimit=0", "memlimit=1GiB", "gctuner"} {
+	for _, in := range []string{"", "maybe", "gogc=", "gogc=0", "gogc=x", "gogc=05", "off.", "off.1", "off.x", "x.2", "memlimit=", "memlimit=0", "memlimit=1GiB", "gctuner", "budget=", "budget=0", "budget=101", "budget=0.1"} {
 		_, err := parseConfig(in)
 		assert.Error(t, err, in)
 	}

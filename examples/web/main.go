@@ -33,6 +33,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/metrics"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,7 +57,8 @@ func main() {
 type config struct {
 	addr     string
 	stepper  bool
-	baseline string // gcbaseline's name; "none" with the stepper on
+	baseline string  // gcbaseline's name; "none" with the stepper on
+	budget   float64 // the stepper's gcstep.WithBudget; 0: the default
 }
 
 // parse reads the flags in args. On an error it has printed what is
@@ -81,6 +83,14 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		cfg.baseline = s
 		return nil
 	})
+	fs.Func("budget", "`share` of the program's CPU the stepper may spend (gcstep.WithBudget), in (0, 1], such as 0.1 (default the Runtime's, 0.03)", func(s string) error {
+		b, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(b > 0 && b <= 1) {
+			return errors.New("want a share of the CPU in (0, 1]")
+		}
+		cfg.budget = b
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -90,6 +100,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	case cfg.stepper && cfg.baseline != "none":
 		err = errors.New("-baseline needs -stepper off")
+	case !cfg.stepper && cfg.budget != 0:
+		err = errors.New("-budget needs -stepper on")
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -117,7 +129,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var rt *gcstep.Runtime
 	var work *gcstep.Work
 	if cfg.stepper {
-		rt = gcstep.NewRuntime()
+		var opts []gcstep.Option
+		if cfg.budget != 0 {
+			opts = append(opts, gcstep.WithBudget(cfg.budget))
+		}
+		rt = gcstep.NewRuntime(opts...)
 	}
 	stopBaseline, err := gcbaseline.Start(cfg.baseline)
 	if err != nil {

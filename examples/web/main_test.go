@@ -88,6 +88,9 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"-stepper", "off", "-baseline", "gctuner"}, `invalid value "gctuner" for flag -baseline: want none|tuner|freeos`},
 		{[]string{"-baseline", "tuner"}, "-baseline needs -stepper off"},
+		{[]string{"-budget", "2"}, `invalid value "2" for flag -budget: want a share of the CPU in (0, 1]`},
+		{[]string{"-budget", "x"}, `invalid value "x" for flag -budget`},
+		{[]string{"-stepper", "off", "-budget", "0.1"}, "-budget needs -stepper on"},
 	} {
 		var stdout, stderr strings.Builder
 		code := run(context.Background(), tt.args, &stdout, &stderr)
