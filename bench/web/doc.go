@@ -28,7 +28,8 @@
 // knows no duration), each configuration in a server process of its own,
 // interleaved. Besides on, off and gogc=N, the configurations
 // include memlimit=N (GOMEMLIMIT), tuner (a GOGC tuner, as bytedance's
-// gctuner) and freeos (debug.FreeOSMemory every 10 s):
+// gctuner), freeos (debug.FreeOSMemory every 10 s) and, for examples/web,
+// budget=N (the stepper at WithBudget N %):
 //
 //	go run ./bench/web -day long -rounds 1     # 48 min
 //	go run ./bench/web -day medium -rounds 2   # 25 min

@@ -15,6 +15,7 @@
 // is a plain net/http server; -baseline tuner or freeos adds what services
 // do by hand instead (a GOGC tuner with a 64 MiB threshold, as bytedance's
 // gctuner; debug.FreeOSMemory every 10 s), for bench/web's day schedule.
+// -budget sets the stepper's budget (gcstep.WithBudget), such as 0.1.
 //
 // SIGINT or SIGTERM shut it down gracefully (requests in flight finish,
 // for up to five seconds) and it prints a one-line summary.
