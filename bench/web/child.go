@@ -48,23 +48,20 @@ func parseConfig(s string) (config, error) {
 	case s == "on" || s == "off":
 		return config{Name: s, Stepper: s == "on"}, nil
 	case strings.HasPrefix(s, "budget="):
-		v := strings.TrimPrefix(s, "budget=")
-		var n int
-		if _, err := fmt.Sscanf(v, "%d", &n); err != nil || n <= 0 || n > 100 || fmt.Sprint(n) != v {
+		n, ok := positive(strings.TrimPrefix(s, "budget="))
+		if !ok || n > 100 {
 			return config{}, fmt.Errorf("bad configuration %q: want budget=N with N in 1..100 (percent)", s)
 		}
 		return config{Name: s, Stepper: true, Budget: strconv.FormatFloat(float64(n)/100, 'g', -1, 64)}, nil
 	case strings.HasPrefix(s, "gogc="):
 		v := strings.TrimPrefix(s, "gogc=")
-		var n int
-		if _, err := fmt.Sscanf(v, "%d", &n); err != nil || n <= 0 || fmt.Sprint(n) != v {
+		if _, ok := positive(v); !ok {
 			return config{}, fmt.Errorf("bad configuration %q: want gogc=N with N > 0", s)
 		}
 		return config{Name: s, GOGC: v}, nil
 	case strings.HasPrefix(s, "memlimit="):
 		v := strings.TrimPrefix(s, "memlimit=")
-		var n int
-		if _, err := fmt.Sscanf(v, "%d", &n); err != nil || n <= 0 || fmt.Sprint(n) != v {
+		if _, ok := positive(v); !ok {
 			return config{}, fmt.Errorf("bad configuration %q: want memlimit=N with N > 0 (MiB)", s)
 		}
 		return config{Name: s, MemLimit: v + "MiB"}, nil
@@ -72,6 +69,16 @@ func parseConfig(s string) (config, error) {
 		return config{Name: s, Baseline: s}, nil
 	}
 	return config{}, fmt.Errorf("bad configuration %q: want on, off, budget=N, gogc=N, memlimit=N, tuner or freeos", s)
+}
+
+// positive reads v as a positive integer written plainly (no sign, no
+// leading zero, nothing after it).
+func positive(v string) (int, bool) {
+	var n int
+	if _, err := fmt.Sscanf(v, "%d", &n); err != nil || n <= 0 || fmt.Sprint(n) != v {
+		return 0, false
+	}
+	return n, true
 }
 
 // A target is a server program and the client that loads it.
