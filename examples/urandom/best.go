@@ -140,6 +140,19 @@ func pricesLine(p machine.Prices) string {
 			ms(p.CycleOne))
 	}
 	return fmt.Sprintf("this machine (%d CPUs, a quick probe; go run ./bench/machine for more): a GC cycle of an empty heap costs %s with %d Ps,\n"+
-		"%s with 1 P (%.1f× less); waking a sleeping thread costs %s. Every cycle the stepper runs in an idle moment costs about that much.",
-		p.Procs, ms(p.CycleAll), p.Procs, ms(p.CycleOne), float64(p.CycleAll)/float64(max(p.CycleOne, 1)), ms(p.Wake))
+		"%s with 1 P (%s); waking a sleeping thread costs %s. Every cycle the stepper runs in an idle moment costs about that much.",
+		p.Procs, ms(p.CycleAll), p.Procs, ms(p.CycleOne), relative(p.CycleOne, p.CycleAll), ms(p.Wake))
+}
+
+// relative says how a compares with b: "5.0× less", "1.2× more", or
+// "about the same" within 10 %.
+func relative(a, b time.Duration) string {
+	a, b = max(a, 1), max(b, 1)
+	switch r := float64(b) / float64(a); {
+	case r >= 1.1:
+		return fmt.Sprintf("%.1f× less", r)
+	case r <= 1/1.1:
+		return fmt.Sprintf("%.1f× more", 1/r)
+	}
+	return "about the same"
 }

@@ -75,6 +75,10 @@ with 1 P: best GOGC 25 holds 5.0 MiB; the idle mode holds 4.0 MiB, 0.80× of it,
 func TestPricesLine(t *testing.T) {
 	line := pricesLine(machine.Prices{Procs: 2, CycleAll: 260 * time.Microsecond, CycleOne: 52 * time.Microsecond, Wake: 150 * time.Microsecond})
 	assert.Contains(t, line, "0.26 ms with 2 Ps,\n0.05 ms with 1 P (5.0× less); waking a sleeping thread costs 0.15 ms")
+	dearer := pricesLine(machine.Prices{Procs: 2, CycleAll: 110 * time.Microsecond, CycleOne: 130 * time.Microsecond, Wake: 70 * time.Microsecond})
+	assert.Contains(t, dearer, "0.13 ms with 1 P (1.2× more)")
+	same := pricesLine(machine.Prices{Procs: 2, CycleAll: 100 * time.Microsecond, CycleOne: 105 * time.Microsecond})
+	assert.Contains(t, same, "(about the same)")
 	one := pricesLine(machine.Prices{Procs: 1, CycleAll: 50 * time.Microsecond, CycleOne: 50 * time.Microsecond})
 	assert.Contains(t, one, "1 CPU")
 	assert.NotContains(t, one, "waking")
