@@ -118,7 +118,10 @@ func (f *fake) env() env {
 			f.ours++
 			w, c := f.price(f.p.cycleWall), f.price(f.p.cycleCPU)
 			at := f.now
-			if wait > 0 {
+			switch {
+			case f.procs == 1:
+				f.now += w // one P: the cycle has it, waited for or not
+			case wait > 0:
 				f.now += min(w, wait)
 			}
 			f.cpu += c
