@@ -246,16 +246,9 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 	}
 	switch act {
 	case doInline:
-		// With one P the cycle is started, not waited for: the loop and
-		// the collector share the P as in one of the pacer's cycles, and
-		// a request that comes meanwhile is served. Held, it waited for
-		// the mark: a bursty server's p99 1.7-2.0x, for no less memory on
-		// the demo (doc/policy.md).
-		wait := budget
-		if s.procs == 1 {
-			wait = 0
-		}
-		if !c.collect(wait, s) {
+		// With one P the cycle is started, not waited for: the loop
+		// shares the P with it, as with the pacer's (doc/policy.md).
+		if !c.collect(min(budget, time.Duration(s.procs-1)*budget), s) {
 			out = OutcomeSweep
 		}
 	case doRelease:
