@@ -246,9 +246,11 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 	}
 	switch act {
 	case doInline:
-		// With one P the cycle is started, not waited for: the loop
-		// shares the P with it, as with the pacer's (doc/policy.md).
-		if !c.collect(min(budget, time.Duration(s.procs-1)*budget), s) {
+		wait := budget
+		if s.procs == 1 {
+			wait = 0 // started, not waited for: the loop shares the P with it (doc/policy.md)
+		}
+		if !c.collect(wait, s) {
 			out = OutcomeSweep
 		}
 	case doRelease:
@@ -424,14 +426,10 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 			c.oursLast = true
 			c.sawCycles()
 		}
-		// With more than one P, the loop's wait if longer: its wakes
-		// cost the process more than the collector's CPU (doc/policy.md;
-		// its work's delay comes with delayed). With one P the program's
-		// other goroutines have the P for most of the wait.
-		cost := c.r.gc - g0
-		if s.procs > 1 {
-			cost = max(cost, t1-t0)
-		}
+		// The loop's wait if longer (with one P there is none): its
+		// wakes cost the process more than the collector's CPU
+		// (doc/policy.md; its work's delay comes with delayed).
+		cost := max(c.r.gc-g0, t1-t0)
 		c.gcAt = c.r.gc
 		c.cost.learn(cost, t1)
 		c.wall.learn(t1-t0, t1)
