@@ -48,7 +48,7 @@ type core struct {
 	stats    Stats
 	prevSeen uint64 // allocs at the previous look, for callers that report nothing
 
-	held        bool // the last step held the loop for a cycle: its delay is the cycle's
+	held        bool // the last step waited for a cycle's mark: the loop's delay is the cycle's
 	releasing   bool
 	releasedAt  uint64 // allocs when the last release ended
 	releasedFor int64  // the quiet stretch the last release was for (its start, ns)
@@ -198,16 +198,15 @@ func (c *core) selfOf(l *Loop) *Loop {
 }
 
 // delayed records that work waited d behind a step. Behind a cycle that
-// held the loop, with a second P, that delay is part of the cycle's cost:
-// the loop's work (and whoever waits for it: a producer blocked on a full
-// pipe, a client) waited while a P could have run it. With one P the
-// delayed work needed the P the collector had, and got it after.
+// held the loop (more than one P: see step), that delay is part of the
+// cycle's cost: the loop's work (and whoever waits for it: a producer
+// blocked on a full pipe, a client) waited while a P could have run it.
 func (c *core) delayed(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stats.StepsDelayedWork++
 	c.stats.DelayedWorkTime += d
-	if c.held && c.env.procs() > 1 {
+	if c.held {
 		c.held = false
 		c.cost.add(d)
 		c.pay(d)
@@ -403,7 +402,7 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 		return false
 	}
 	c.ours++
-	c.held = true
+	c.held = wait > 0
 	c.stats.CyclesInline++
 	c.stats.CycleTime += t1 - t0
 	if !ended {
