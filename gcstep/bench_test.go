@@ -3,6 +3,7 @@ package gcstep
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // BenchmarkWorkBeginEnd is what a request pays on the way in and out of
@@ -47,5 +48,20 @@ func BenchmarkLull(b *testing.B) {
 	for b.Loop() {
 		l.Waited(0, true)
 		l.Lull()
+	}
+}
+
+// BenchmarkStep is what a look costs a loop's idle moment when there is
+// nothing to do: a reading of the runtime's metrics and of the process's
+// CPU time, and the decision. A loop looks at most once a millisecond
+// (lookEvery).
+func BenchmarkStep(b *testing.B) {
+	rt := NewRuntime()
+	defer rt.Close()
+	l := rt.Loop()
+	defer l.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Step(time.Millisecond)
 	}
 }

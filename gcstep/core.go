@@ -113,7 +113,8 @@ func (e *ewma) learn(x time.Duration, now time.Duration) {
 }
 
 // lookEvery is how long Lull says no after a look, which costs a few
-// microseconds: a busy loop spends well under 1 % of a CPU on looks.
+// microseconds (BenchmarkStep): a busy loop spends well under 1 % of a
+// CPU on looks.
 const lookEvery = time.Millisecond
 
 // newCore makes a core over e; with hook, the bound moves after every
