@@ -53,7 +53,14 @@ type profile struct {
 //     empty heap's takes 43-74 µs (bench/machine). Cycles this dear buy
 //     no peak at the default budget: the sim's heap peaks at 0.97 of
 //     the pacer's at GOGC=100, the demo's RSS at 1.01; the win is not
-//     asserted there.
+//     asserted there. On a later day at the same prices the lab's
+//     urandom with one P held 0.73 of the pacer's average and 0.98 of
+//     its peak in 48 cycles, the sim's stream 0.71 and 0.98 in 40; but
+//     the sim's churn is 1-2 ms a run where the demo's was 11-13 ms
+//     (Stats.Churn): the fake has no inline scavenger (an allocation
+//     that grows the heap past the scavenger's goal returns as many
+//     pages, mheap.allocSpan), so its paced stream gets 19 cycles and
+//     0.49 of the average where the lab's got 4 and none.
 //
 // A page faulted back costs 0.2 µs on bare metal (a 4 KiB anonymous
 // fault), 11 µs on the second VM (bench/machine's fault-4k: 10-15 µs)
