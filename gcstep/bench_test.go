@@ -40,15 +40,10 @@ func BenchmarkWorkBeginEnd(b *testing.B) {
 // BenchmarkLull is what a loop pays after every dispatch to ask whether
 // a step could do anything.
 func BenchmarkLull(b *testing.B) {
-	rt := NewRuntime()
-	defer rt.Close()
-	l := rt.Loop()
-	defer l.Close()
-	b.ReportAllocs()
-	for b.Loop() {
+	benchLoop(b, func(l *Loop) {
 		l.Waited(0, true)
 		l.Lull()
-	}
+	})
 }
 
 // BenchmarkStep is what a look costs a loop's idle moment when there is
@@ -56,12 +51,17 @@ func BenchmarkLull(b *testing.B) {
 // CPU time, and the decision. A loop looks at most once a millisecond
 // (lookEvery).
 func BenchmarkStep(b *testing.B) {
+	benchLoop(b, func(l *Loop) { l.Step(time.Millisecond) })
+}
+
+// benchLoop times each on a Loop of a Runtime of its own.
+func benchLoop(b *testing.B, each func(l *Loop)) {
 	rt := NewRuntime()
 	defer rt.Close()
 	l := rt.Loop()
 	defer l.Close()
 	b.ReportAllocs()
 	for b.Loop() {
-		l.Step(time.Millisecond)
+		each(l)
 	}
 }
