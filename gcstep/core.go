@@ -52,13 +52,13 @@ type core struct {
 	releasing   bool
 	releasedAt  uint64 // allocs when the last release ended
 	releasedFor int64  // the quiet stretch the last release was for (its start, ns)
-	// scavAt and relAt are the scavenger's CPU and the bytes released
-	// at the last look; oursLast is whether the last cycle seen to end
-	// was ours; relBytes and scavBytes the bytes returned because of us
-	// and not yet faulted back, by a release of ours and by the
-	// scavenger after a cycle of ours; see churn.
+	// scavAt and heapAt are the scavenger's CPU and the heap's resident
+	// pages (reading.heap) at the last look; oursLast is whether the
+	// last cycle seen to end was ours; relBytes and scavBytes the bytes
+	// returned because of us and not yet faulted back, by a release of
+	// ours and by the scavenger after a cycle of ours; see churn.
 	scavAt              time.Duration
-	relAt               uint64
+	heapAt              uint64
 	oursLast            bool
 	relBytes, scavBytes uint64
 	quietFrom           int64 // the start of the quiet stretch the last snapshot found
@@ -124,7 +124,7 @@ func newCore(e env, cfg config, hook bool) *core {
 	c.env.read(&c.r)
 	c.base, c.seen, c.releasedAt, c.prevSeen = c.r.allocs, c.r.cycles, c.r.allocs, c.r.allocs
 	c.gogc = c.r.gogc
-	c.scavAt, c.relAt = c.r.scavenged, c.r.released
+	c.scavAt, c.heapAt = c.r.scavenged, c.r.heap
 	c.cpuAt, c.earnAt = c.env.cpu(), c.env.now()
 	c.gcAt = c.r.gc
 	// releasedFor 0: a process that has done nothing since the Runtime
@@ -472,11 +472,11 @@ func (c *core) release() {
 		defer c.mu.Unlock()
 		c.ours += 2 // releaseMemory's two cycles are ours
 		c.env.read(&c.r)
-		if c.r.released > c.relAt {
-			c.relBytes = c.r.released - c.relAt // a new release: the last one's pages are its
+		if c.r.heap < c.heapAt {
+			c.relBytes = c.heapAt - c.r.heap // a new release: the last one's pages are its
 			c.scavBytes = 0
 		}
-		c.scavAt, c.relAt = c.r.scavenged, c.r.released
+		c.scavAt, c.heapAt = c.r.scavenged, c.r.heap
 		c.learn(nil, t1)
 		// The collector's CPU in its two cycles, or the wall time if
 		// longer (it scavenges on its goroutine); not the process's CPU,
@@ -500,14 +500,18 @@ func (c *core) release() {
 func (c *core) churn() {
 	r := &c.r
 	var d time.Duration
+	// The heap's resident pages go down only when pages are returned,
+	// and up when they are faulted in: /memory/classes/heap/released
+	// also grows when the heap maps new address space, which is not a
+	// return.
 	if c.oursLast {
 		d = r.scavenged - c.scavAt
-		if r.released > c.relAt {
-			c.scavBytes += r.released - c.relAt
+		if r.heap < c.heapAt {
+			c.scavBytes += c.heapAt - r.heap
 		}
 	}
-	if r.released < c.relAt {
-		back := c.relAt - r.released
+	if r.heap > c.heapAt {
+		back := r.heap - c.heapAt
 		rel := min(back, c.relBytes)
 		scav := min(back-rel, c.scavBytes)
 		c.relBytes -= rel
@@ -519,7 +523,7 @@ func (c *core) churn() {
 			c.relCost.add(f)
 		}
 	}
-	c.scavAt, c.relAt = r.scavenged, r.released
+	c.scavAt, c.heapAt = r.scavenged, r.heap
 	if d > 0 {
 		c.pay(d)
 		c.stats.Churn += d
