@@ -370,11 +370,12 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 	// After a cycle the scavenger keeps the heap's pages to a tenth
 	// above those in use (see churn): the pages beyond that go, and
 	// those the heap grows back into before the pacer's goal come back
-	// as faults.
+	// as faults: each is returned and faulted back.
 	inUse := r.heap - r.free
 	keep, back := inUse+inUse/10, min(r.heap, r.goal+r.goal/10)
 	if back > keep {
-		s.churn = time.Duration((back-keep)/pageSize) * c.env.faultPrice()
+		fault, ret := c.env.pagePrices()
+		s.churn = time.Duration((back-keep)/pageSize) * (fault + ret)
 	}
 	if l != nil {
 		s.gap = l.gap()
@@ -516,7 +517,7 @@ func (c *core) churn() {
 		scav := min(back-rel, c.scavBytes)
 		c.relBytes -= rel
 		c.scavBytes -= scav
-		price := c.env.faultPrice()
+		price, _ := c.env.pagePrices()
 		d += time.Duration(scav/pageSize) * price
 		if f := time.Duration(rel/pageSize) * price; f > 0 {
 			d += f

@@ -20,7 +20,7 @@ type snapshot struct {
 	wall    time.Duration // how long a cycle of ours holds the loop that waits for it
 	cost    time.Duration // what a cycle of ours costs the process, measured
 	pacer   time.Duration // what a cycle of the pacer's costs, measured; 0: none seen yet
-	churn   time.Duration // what faulting back the pages a cycle now would have returned costs
+	churn   time.Duration // what returning and faulting back the pages a cycle now would have the scavenger return costs
 	marking bool          // a cycle of ours is still marking
 	procs   int           // GOMAXPROCS: with one P nothing runs beside the loop
 	release time.Duration // what a release costs the process, measured
@@ -45,8 +45,8 @@ const (
 // pay for its measured price (a cycle's less what it saves the pacer:
 // charge; and the pages it would make go and come back: churn), cycles
 // leaving a release's price in reserve; and how often: a cycle waits
-// until the budget earned its charge since the last cycle ended, an even
-// pace that savings do not speed up. The heap says whether: garbage
+// until the budget earned its charge and churn since the last cycle
+// ended, an even pace that savings do not speed up. The heap says whether: garbage
 // enough for a cycle, a quiet process that allocated since the last
 // release. The time ahead says when: with more than one P a cycle runs
 // only where it fits the loop's expected gap; with one P the loop's next
@@ -69,7 +69,7 @@ func decide(s snapshot) (action, Outcome) {
 	switch {
 	case s.procs > 1 && s.gap > 0 && s.wall > s.gap:
 		return doNothing, OutcomeGap
-	case s.tokens-s.reserve < ch+s.churn || s.since < ch:
+	case s.tokens-s.reserve < ch+s.churn || s.since < ch+s.churn:
 		return doNothing, OutcomeBudget
 	case s.budget <= 0:
 		return doNothing, OutcomeDue
@@ -158,7 +158,7 @@ type Decision struct {
 	Wall   time.Duration // how long a cycle holds a loop that waits for it
 	Cost   time.Duration // what the cycle it would run costs the process, measured
 	Pacer  time.Duration // what a cycle of the pacer's costs, measured; 0: none seen yet
-	Churn  time.Duration // what faulting back the pages the cycle would return costs
+	Churn  time.Duration // what returning and faulting back the pages the cycle would have the scavenger return costs
 	Tokens time.Duration // the budget left before the action
-	Since  time.Duration // what the budget earned since the last cycle ended: a cycle waits until it pays the cycle's charge
+	Since  time.Duration // what the budget earned since the last cycle ended: a cycle waits until it pays the cycle's charge and churn
 }

@@ -55,9 +55,9 @@ type env struct {
 	spawn func(f func())
 	// procs is GOMAXPROCS.
 	procs func() int
-	// faultPrice is what faulting back one page the runtime returned to
-	// the OS costs the process, measured once.
-	faultPrice func() time.Duration
+	// pagePrices is what returning one page to the OS and faulting it
+	// back cost the process, measured once.
+	pagePrices func() (fault, ret time.Duration)
 	// setGCPercent and setMemoryLimit are runtime/debug's.
 	setGCPercent   func(int) int
 	setMemoryLimit func(int64) int64
@@ -85,14 +85,14 @@ func realEnv() env {
 		release:        releaseMemory,
 		spawn:          func(f func()) { go f() },
 		procs:          func() int { return runtime.GOMAXPROCS(0) },
-		faultPrice:     faultPrice,
+		pagePrices:     pagePrices,
 		setGCPercent:   debug.SetGCPercent,
 		setMemoryLimit: debug.SetMemoryLimit,
 	}
 }
 
-// faultPrice is measureFault's, once a process.
-var faultPrice = sync.OnceValue(measureFault)
+// pagePrices is measurePages's, once a process.
+var pagePrices = sync.OnceValues(measurePages)
 
 // releaseMemory collects twice and returns the free memory to the OS:
 // what sync.Pool holds (net/http's buffered readers and writers) survives

@@ -147,7 +147,7 @@ func (f *fake) env() env {
 			f.retained = f.live
 			f.releases++
 		},
-		faultPrice:   func() time.Duration { return f.p.fault },
+		pagePrices:   func() (time.Duration, time.Duration) { return f.p.fault, f.p.scavenge },
 		spawn:        func(fn func()) { f.spawned = append(f.spawned, fn) },
 		procs:        func() int { return f.procs },
 		setGCPercent: func(p int) int { old := f.gogc; f.gogc = p; return old },

@@ -14,9 +14,10 @@ import (
 //     expected gap (with more than one P), and the budget (WithBudget)
 //     pays for it: the collector's CPU as measured in this process's
 //     cycles, less what the pacer would have spent on the same garbage,
-//     and the delay to the loop's work. Where cycles are cheap the heap
-//     stays small; where they are dear the pacer collects, as it would
-//     without a Runtime.
+//     the delay to the loop's work, and the pages it would have the
+//     runtime return to the OS and fault back. Where cycles are cheap
+//     the heap stays small; where they are dear the pacer collects, as
+//     it would without a Runtime.
 //   - Once every loop and Work sharing it has been quiet for the quiet
 //     period (WithReleaseDelay), it returns the free memory to the OS,
 //     once per quiet stretch, within the budget.
