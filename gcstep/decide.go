@@ -46,12 +46,12 @@ const (
 // charge; and the pages it would make go and come back: churn), cycles
 // leaving a release's price in reserve; and how often: a cycle waits
 // until the budget earned its charge and churn since the last cycle
-// ended, an even pace that savings do not speed up. The heap says whether: garbage
-// enough for a cycle, a quiet process that allocated since the last
-// release. The time ahead says when: with more than one P a cycle runs
-// only where it fits the loop's expected gap; with one P the loop's next
-// event needs the collector's P anyway. Everything else is left to the
-// pacer. doc/policy.md says why each rule is there.
+// ended, an even pace that savings do not speed up. The heap says
+// whether: garbage enough for a cycle, a quiet process that allocated
+// since the last release. The time ahead says when: with more than one
+// P a cycle runs only where it fits the loop's expected gap; with one P
+// the loop's next event needs the collector's P anyway. Everything else
+// is left to the pacer. doc/policy.md says why each rule is there.
 func decide(s snapshot) (action, Outcome) {
 	if s.quiet && s.armed >= s.minGarbage {
 		switch {
