@@ -50,17 +50,18 @@ type profile struct {
 //   - 10 µs VM, one P: the same VM later again, its faults back at 10-11
 //     µs (bench/machine's fault-4k) and a 1-P cycle of the demo's stream
 //     measured by the Runtime at 200-330 µs (Decision.Cost), though an
-//     empty heap's takes 43-74 µs (bench/machine). Cycles this dear buy
-//     no peak at the default budget: the sim's heap peaks at 0.97 of
-//     the pacer's at GOGC=100, the demo's RSS at 1.01; the win is not
-//     asserted there. On a later day at the same prices the lab's
-//     urandom with one P held 0.73 of the pacer's average and 0.98 of
-//     its peak in 48 cycles, the sim's stream 0.71 and 0.98 in 40; but
-//     the sim's churn is 1-2 ms a run where the demo's was 11-13 ms
-//     (Stats.Churn): the fake has no inline scavenger (an allocation
+//     empty heap's takes 43-74 µs (bench/machine). The win is not
+//     asserted there. With a cycle's churn in its pace, the lab's one-P
+//     urandom holds 0.72 of the pacer's average over the floor and 0.70
+//     of its peak in 48 cycles, and its paced stream 0.77 and 0.74 in 31
+//     (bench/footprint -frontier, a fault at 10.8-11.7 µs); the sim's
+//     stream 0.93 and 0.98 in 28, its paced stream 0.39 and 0.41 in 21.
+//     The fake has neither the runtime's inline scavenger (an allocation
 //     that grows the heap past the scavenger's goal returns as many
-//     pages, mheap.allocSpan), so its paced stream gets 19 cycles and
-//     0.49 of the average where the lab's got 4 and none.
+//     pages, mheap.allocSpan) nor, with one P, the sweep's lag (the
+//     lab's heap holds the live heap and 1.4-2 times a cycle's garbage),
+//     so its churn and its heap after a cycle differ from the runtime's
+//     both ways.
 //
 // A page faulted back costs 0.2 µs on bare metal (a 4 KiB anonymous
 // fault), 11 µs on the second VM (bench/machine's fault-4k: 10-15 µs)

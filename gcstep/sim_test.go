@@ -246,11 +246,11 @@ func TestCyclesComeAtAnEvenPace(t *testing.T) {
 // TestChurnIsPriced: where a page faulted back costs 11 µs, a cycle
 // that has the scavenger return pages the heap then grows back into
 // costs more than the cycle itself. The Runtime prices that before a
-// cycle, so that its cycles come once the heap has grown back into its
-// pages, and charges what happened. Without the price the paced stream
-// charged 5-10 ms of faults in 3 s, cost the process 5-6 % more CPU and
-// kept 0.88-0.95 of the pacer's average heap; with it, 1-1.5 ms, under
-// 4 % and 0.17-0.68.
+// cycle, in its tokens and its pace, so that its cycles come once the
+// heap has grown back into its pages, and charges what happened.
+// Without the price the paced stream charged 5-10 ms of faults in 3 s,
+// cost the process 5-6 % more CPU and kept 0.88-0.95 of the pacer's
+// average heap; with it, 0.03-0.5 ms, under 4 % and 0.10-0.37.
 func TestChurnIsPriced(t *testing.T) {
 	for _, p := range []profile{profiles[2], profiles[3]} {
 		for _, tr := range traces {
