@@ -24,6 +24,8 @@ func TestDecide(t *testing.T) {
 		{"earned since the last cycle, but spent", func(s *snapshot) { s.tokens, s.since = 300*us, 10*ms }, doNothing, OutcomeBudget},
 		{"the pace is the charge and its churn", func(s *snapshot) { s.churn = 700 * us }, doNothing, OutcomeBudget},
 		{"earned the charge and its churn since the last cycle", func(s *snapshot) { s.since, s.churn = 2*ms, 700*us }, doInline, OutcomeInline},
+		{"no cycle priced yet: the first learns its price", func(s *snapshot) { s.cost, s.since, s.churn = 0, 0, 700*us }, doInline, OutcomeInline},
+		{"no cycle priced yet, but its churn not paid", func(s *snapshot) { s.cost, s.tokens, s.churn = 0, 500*us, 700*us }, doNothing, OutcomeBudget},
 		{"a release does not wait for the pace", func(s *snapshot) { s.quiet, s.armed, s.since = true, 1<<20, 0 }, doRelease, OutcomeRelease},
 		{"budget below zero", func(s *snapshot) { s.tokens = -ms }, doNothing, OutcomeBudget},
 		{"the budget pays the cycle, not its churn", func(s *snapshot) { s.tokens, s.churn = ms, 700*us }, doNothing, OutcomeBudget},

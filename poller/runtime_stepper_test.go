@@ -24,15 +24,9 @@ var sink []byte
 // collection cycles in its idle time, under GOGC=off (where the only
 // other collector is the memory limit the Runtime sets there). It fails
 // if the stepper stops being called, or is called and never collects.
-// Each backend starts from a heap returned to the OS: a heap left by
-// earlier tests, many times what this loop uses, would make a cycle's
-// churn (the pages it has the scavenger return, faulted back) cost more
-// than this loop's CPU earns, and the Runtime leaves such garbage to the
-// bound.
 func TestLoopRuntimeStepperCollects(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	forEachBackend(t, func(t *testing.T, b poller.Backend) {
-		debug.FreeOSMemory()
 		lock := gvl.New()
 		lock.Acquire()
 		defer lock.Release()
