@@ -66,14 +66,15 @@ func decide(s snapshot) (action, Outcome) {
 		return doNothing, OutcomeNone
 	}
 	ch := charge(s.cost, s.pacer, s.garbage, s.pile) // the cycle's own, its churn aside
-	pace := ch + s.churn
+	price := ch + s.churn                            // and the pages it would move
+	pace := price
 	if s.cost == 0 {
 		pace = 0 // no cycle of ours priced yet: the first learns what one costs
 	}
 	switch {
 	case s.procs > 1 && s.gap > 0 && s.wall > s.gap:
 		return doNothing, OutcomeGap
-	case s.tokens-s.reserve < ch+s.churn || s.since < pace:
+	case s.tokens-s.reserve < price || s.since < pace:
 		return doNothing, OutcomeBudget
 	case s.budget <= 0:
 		return doNothing, OutcomeDue
