@@ -67,14 +67,13 @@ func decide(s snapshot) (action, Outcome) {
 	}
 	ch := charge(s.cost, s.pacer, s.garbage, s.pile) // the cycle's own, its churn aside
 	price := ch + s.churn                            // and the pages it would move
-	pace := price
 	if s.cost == 0 {
-		pace = 0 // no cycle of ours priced yet: the first learns what one costs
+		price = 0 // no cycle of ours priced yet: the first learns what one costs
 	}
 	switch {
 	case s.procs > 1 && s.gap > 0 && s.wall > s.gap:
 		return doNothing, OutcomeGap
-	case s.tokens-s.reserve < price || s.since < pace:
+	case s.tokens-s.reserve < price || s.since < price:
 		return doNothing, OutcomeBudget
 	case s.budget <= 0:
 		return doNothing, OutcomeDue
