@@ -246,11 +246,7 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 	}
 	switch act {
 	case doInline:
-		wait := budget
-		if s.procs == 1 {
-			wait = 0 // started, not waited for: the loop shares the P with it (doc/policy.md)
-		}
-		if !c.collect(wait, s) {
+		if !c.collect(budget, s) {
 			out = OutcomeSweep
 		}
 	case doRelease:
@@ -404,7 +400,10 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 		return false
 	}
 	c.ours++
-	c.held = wait > 0
+	// With one P the loop's wait is the collector's time on its P,
+	// counted in its CPU: neither the wait nor the work it delayed is
+	// extra (doc/policy.md).
+	c.held = wait > 0 && s.procs > 1
 	c.stats.CyclesInline++
 	c.stats.CycleTime += t1 - t0
 	if !ended {
@@ -427,10 +426,13 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 			c.oursLast = true
 			c.sawCycles()
 		}
-		// The loop's wait if longer (with one P there is none): its
-		// wakes cost the process more than the collector's CPU
-		// (doc/policy.md; its work's delay comes with delayed).
-		cost := max(c.r.gc-g0, t1-t0)
+		// With more than one P, the loop's wait if longer: its wakes
+		// cost the process more than the collector's CPU (doc/policy.md;
+		// its work's delay comes with delayed).
+		cost := c.r.gc - g0
+		if s.procs > 1 {
+			cost = max(cost, t1-t0)
+		}
 		c.gcAt = c.r.gc
 		c.cost.learn(cost, t1)
 		c.wall.learn(t1-t0, t1)

@@ -166,9 +166,9 @@ func (rt *Runtime) NextStep() (time.Duration, bool) { return rt.self.NextStep() 
 // was made.
 type Stats struct {
 	Steps        uint64 // calls to Step, including those that did nothing
-	CyclesInline uint64 // cycles started at an idle moment; with more than one P the loop waits for the mark
+	CyclesInline uint64 // cycles started at an idle moment, the loop waiting for the mark
 	// CyclesOutlasted counts those still marking when the step returned
-	// (with one P, all): they were charged once they ended.
+	// (its budget spent): they were charged once they ended.
 	CyclesOutlasted uint64
 	CyclesOther     uint64 // cycles the Runtime did not run: the pacer's, the bound's, the program's
 	DeclinedBudget  uint64 // looks at which a cycle or release would have cost more than the budget had left, or a cycle more than it earned since the last
