@@ -122,7 +122,8 @@ const (
 	// OutcomeRelease: the process was quiet; a release was started.
 	OutcomeRelease
 	// OutcomeSweep: a cycle was decided but not started, the last
-	// cycle's garbage still being swept (Stats.DeclinedSweep).
+	// cycle's garbage still being swept when the step's budget ran out
+	// (Stats.DeclinedSweep).
 	OutcomeSweep
 )
 

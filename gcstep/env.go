@@ -38,9 +38,10 @@ type env struct {
 	read func(*reading)
 	// cpu is the CPU time the whole process has used so far.
 	cpu func() time.Duration
-	// collect starts a cycle and, with wait > 0, sleeps until its mark
-	// phase ends or wait has passed. It reports whether a cycle started
-	// and whether its mark phase ended before it returned.
+	// collect starts a cycle and, with wait > 0, sleeps until the last
+	// cycle's sweep and then its mark phase end, or wait has passed. It
+	// reports whether a cycle started and whether its mark phase ended
+	// before it returned.
 	collect func(wait time.Duration) (started, ended bool)
 	// gcCPU is the collector's CPU time so far, as the runtime counts
 	// it (/cpu/classes/gc/total: its workers, assists, and pauses times
@@ -156,10 +157,11 @@ func (m *metricsReader) cycles() uint64 {
 // A kicker starts cycles without runtime.GC (doc/policy.md says why): GOGC
 // goes to 1 % for the moment of one allocation too large for the size
 // classes (those check the trigger), which starts the cycle, and comes
-// straight back; the caller sleeps while the cycle marks, leaving its P
-// to the collector's workers, and the sweep to the background sweeper. A
-// call to debug.SetGCPercent by the program inside that moment returns
-// 1; its own value stays (see restoreGOGC and core.repair).
+// straight back; the caller sleeps while the last cycle's sweep ends and
+// while the new one marks, leaving its P to the background sweeper and
+// the collector's workers. A call to debug.SetGCPercent by the program
+// inside that moment returns 1; its own value stays (see restoreGOGC and
+// core.repair).
 type kicker struct {
 	m   *metricsReader
 	buf []byte // the trigger allocation, kept so that it escapes
@@ -187,14 +189,20 @@ func (k *kicker) collect(wait time.Duration) (started, ended bool) {
 	k.m.read(&r)
 	// While the last cycle's garbage is not all swept the runtime keeps
 	// its trigger at least 1 MiB above the heap (its sweep distance), and
-	// the allocation would start nothing. Then no cycle now: the sweep is
-	// the last cycle's work still being done, and the next look comes
-	// soon enough. (Waiting for it, or runtime.GC, made each such cycle
-	// cost several times an ordinary one: measured on the urandom stream
-	// with one P, cycles a millisecond apart.)
-	if r.goal > r.live+r.live/50+sweepSlack {
+	// the allocation would start nothing. The caller sleeps, as for a
+	// mark, so that the background sweeper gets its P: with one P it gets
+	// none while the loop blocks in a system call, and the garbage grew to
+	// twice a cycle's before the sweep was done. Only a sweep that
+	// outlasts wait means no cycle now (runtime.GC sweeps on its caller,
+	// a span at a time: several times slower).
+	for r.goal > r.live+r.live/50+sweepSlack {
 		restoreGOGC(prev)
-		return false, false
+		if time.Since(start) >= wait {
+			return false, false
+		}
+		time.Sleep(markPoll)
+		prev = debug.SetGCPercent(kickGOGC)
+		k.m.read(&r)
 	}
 	k.buf = make([]byte, kickSize)
 	k.buf = nil

@@ -173,7 +173,7 @@ type Stats struct {
 	CyclesOther     uint64 // cycles the Runtime did not run: the pacer's, the bound's, the program's
 	DeclinedBudget  uint64 // looks at which a cycle or release would have cost more than the budget had left, or a cycle more than it earned since the last
 	DeclinedGap     uint64 // looks at which a cycle would have outlasted the loop's expected gap
-	DeclinedSweep   uint64 // cycles decided but not started: the last cycle's garbage was still being swept
+	DeclinedSweep   uint64 // cycles decided but not started: the last cycle's garbage was still being swept when the step's budget ran out
 	Releases        uint64 // releases of memory to the OS completed
 	ReleasedBytes   uint64 // bytes they returned
 
