@@ -309,9 +309,11 @@ func TestPacerPriceIsLearned(t *testing.T) {
 	check(t, b.ours > a.ours, "%d cycles where the pacer's cost three times ours, %d where they cost the same", b.ours, a.ours)
 }
 
-// TestCyclePriceIsTheCollectorsWithOneP: with one P a cycle is priced at
-// the collector's CPU, not at the loop's longer wait for it (the rest of
-// the program has the P meanwhile); with two, at the wait if longer.
+// TestCyclePriceIsTheCollectorsWithOneP: with one P the loop waits for
+// each cycle's mark (left beside it, the mark gets the P only when the
+// loop yields it), and the cycle is priced at the collector's CPU, not at
+// the wait (the collector has the P meanwhile); with two, at the wait if
+// longer.
 func TestCyclePriceIsTheCollectorsWithOneP(t *testing.T) {
 	for _, procs := range []int{1, 2} {
 		p := profile{name: "slow wait", cycleWall: 300 * us, cycleCPU: 100 * us, release: ms, procs: procs}
@@ -319,6 +321,7 @@ func TestCyclePriceIsTheCollectorsWithOneP(t *testing.T) {
 		want := map[int]time.Duration{1: p.cycleCPU, 2: p.cycleWall}[procs]
 		check(t, s.CyclesInline > 0 && s.CycleCost == want, "GOMAXPROCS=%d: a cycle priced %v after %d cycles, want %v",
 			procs, s.CycleCost, s.CyclesInline, want)
+		check(t, procs > 1 || s.CyclesOutlasted == 0, "GOMAXPROCS=1: %d of %d cycles not waited for", s.CyclesOutlasted, s.CyclesInline)
 	}
 }
 
