@@ -426,11 +426,11 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 			c.oursLast = true
 			c.sawCycles()
 		}
-		// With more than one P, the loop's wait if longer: its wakes
-		// cost the process more than the collector's CPU (doc/policy.md;
-		// its work's delay comes with delayed).
+		// A held loop's wait if longer: its wakes cost the process more
+		// than the collector's CPU (doc/policy.md; its work's delay comes
+		// with delayed).
 		cost := c.r.gc - g0
-		if s.procs > 1 {
+		if c.held {
 			cost = max(cost, t1-t0)
 		}
 		c.gcAt = c.r.gc

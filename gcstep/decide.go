@@ -50,8 +50,9 @@ const (
 // whether: garbage enough for a cycle, a quiet process that allocated
 // since the last release. The time ahead says when: with more than one
 // P a cycle runs only where it fits the loop's expected gap; with one P
-// the loop's next event needs the collector's P anyway. Everything else
-// is left to the pacer. doc/policy.md says why each rule is there.
+// the loop's next event needs the collector's P anyway, so the loop waits
+// for the cycle wherever it is. Everything else is left to the pacer.
+// doc/policy.md says why each rule is there.
 func decide(s snapshot) (action, Outcome) {
 	if s.quiet && s.armed >= s.minGarbage {
 		switch {

@@ -58,10 +58,10 @@ type profile struct {
 //     stream 0.93 and 0.98 in 28, its paced stream 0.39 and 0.41 in 21.
 //     The fake has neither the runtime's inline scavenger (an allocation
 //     that grows the heap past the scavenger's goal returns as many
-//     pages, mheap.allocSpan) nor, with one P, the sweep's lag (the
-//     lab's heap holds the live heap and 1.4-2 times a cycle's garbage),
-//     so its churn and its heap after a cycle differ from the runtime's
-//     both ways.
+//     pages, mheap.allocSpan) nor, with one P, the mark and sweep that
+//     lag beside a loop left running (in those lab runs the heap held
+//     the live heap and 1.4-2 times a cycle's garbage), so its churn and
+//     its heap after a cycle differ from the runtime's both ways.
 //
 // A page faulted back costs 0.2 µs on bare metal (a 4 KiB anonymous
 // fault), 11 µs on the second VM (bench/machine's fault-4k: 10-15 µs)
