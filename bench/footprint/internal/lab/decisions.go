@@ -44,10 +44,10 @@ func (l *decisionLog) record(d gcstep.Decision) {
 	l.dropped++
 }
 
-// decisionHeader names the columns write writes: at in milliseconds,
-// the other times in microseconds, sizes in bytes. tokens_us, the budget
-// left before the action, may be negative.
-const decisionHeader = "at_ms\tbudget_us\toutcome\tgarbage\tlive\tpile\tgap_us\twall_us\tcost_us\ttokens_us"
+// decisionHeader names the columns write writes, gcstep.Decision's
+// fields: at in milliseconds, the other times in microseconds, sizes in
+// bytes. tokens_us, the budget left before the action, may be negative.
+const decisionHeader = "at_ms\tbudget_us\toutcome\tgarbage\tlive\tpile\tgap_us\twall_us\tcost_us\tpacer_us\tchurn_us\ttokens_us\tsince_us"
 
 // write writes the decisions to path, one tab-separated line each under
 // decisionHeader, and a last comment line if any were dropped.
@@ -59,10 +59,11 @@ func (l *decisionLog) write(path string) error {
 	w := bufio.NewWriter(f)
 	fmt.Fprintln(w, decisionHeader)
 	for _, d := range l.d {
-		fmt.Fprintf(w, "%.3f\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n",
+		fmt.Fprintf(w, "%.3f\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n",
 			float64(d.At.Microseconds())/1000, d.Budget.Microseconds(), d.Outcome,
 			d.Garbage, d.Live, d.Pile,
-			d.Gap.Microseconds(), d.Wall.Microseconds(), d.Cost.Microseconds(), d.Tokens.Microseconds())
+			d.Gap.Microseconds(), d.Wall.Microseconds(), d.Cost.Microseconds(),
+			d.Pacer.Microseconds(), d.Churn.Microseconds(), d.Tokens.Microseconds(), d.Since.Microseconds())
 	}
 	if l.dropped > 0 {
 		fmt.Fprintf(w, "# dropped %d decisions: the log was full\n", l.dropped)

@@ -40,7 +40,8 @@ func TestDecisionLogWritesAndDrops(t *testing.T) {
 	defer l.close()
 	l.record(gcstep.Decision{At: 1500 * time.Microsecond, Budget: time.Millisecond, Outcome: gcstep.OutcomeInline,
 		Garbage: 300 << 10, Live: 1 << 20, Pile: 4 << 20, Gap: 2 * time.Millisecond, Wall: 400 * time.Microsecond,
-		Cost: 250 * time.Microsecond, Tokens: 3 * time.Millisecond})
+		Cost: 250 * time.Microsecond, Pacer: 200 * time.Microsecond, Churn: 40 * time.Microsecond,
+		Tokens: 3 * time.Millisecond, Since: 500 * time.Microsecond})
 	l.record(gcstep.Decision{At: 2 * time.Millisecond, Outcome: gcstep.OutcomeBudget, Cost: 800 * time.Microsecond,
 		Tokens: -120 * time.Microsecond})
 	l.record(gcstep.Decision{}) // past the end
@@ -51,8 +52,8 @@ func TestDecisionLogWritesAndDrops(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	require.Len(t, lines, 4)
 	assert.Equal(t, decisionHeader, lines[0])
-	assert.Equal(t, "1.500\t1000\tinline\t307200\t1048576\t4194304\t2000\t400\t250\t3000", lines[1])
-	assert.Equal(t, "2.000\t0\tbudget\t0\t0\t0\t0\t0\t800\t-120", lines[2])
+	assert.Equal(t, "1.500\t1000\tinline\t307200\t1048576\t4194304\t2000\t400\t250\t200\t40\t3000\t500", lines[1])
+	assert.Equal(t, "2.000\t0\tbudget\t0\t0\t0\t0\t0\t800\t0\t0\t-120\t0", lines[2])
 	assert.Equal(t, "# dropped 1 decisions: the log was full", lines[3])
 }
 
