@@ -49,19 +49,18 @@ type profile struct {
 //     the demo's measured price settles at 72-78 µs);
 //   - 10 µs VM, one P: the same VM later again, its faults back at 10-11
 //     µs (bench/machine's fault-4k) and a 1-P cycle of the demo's stream
-//     measured by the Runtime at 200-330 µs (Decision.Cost), though an
-//     empty heap's takes 43-74 µs (bench/machine). The win is not
-//     asserted there. With a cycle's churn in its pace, the lab's one-P
-//     urandom holds 0.72 of the pacer's average over the floor and 0.70
-//     of its peak in 48 cycles, and its paced stream 0.77 and 0.74 in 31
-//     (bench/footprint -frontier, a fault at 10.8-11.7 µs); the sim's
-//     stream 0.93 and 0.98 in 28, its paced stream 0.39 and 0.41 in 21.
-//     The fake has neither the runtime's inline scavenger (an allocation
-//     that grows the heap past the scavenger's goal returns as many
-//     pages, mheap.allocSpan) nor, with one P, the mark and sweep that
-//     lag beside a loop left running (in those lab runs the heap held
-//     the live heap and 1.4-2 times a cycle's garbage), so its churn and
-//     its heap after a cycle differ from the runtime's both ways.
+//     measured by the Runtime at 190-360 µs (Decision.Cost), though an
+//     empty heap's takes 42-74 µs (bench/machine). The win is not
+//     asserted there. The lab's one-P urandom child holds 0.83-0.86 of
+//     the plain loop's peak in 50-60 cycles where its first cycles came
+//     on time, and its peak where they came late (one run in eight), its
+//     paced stream 0.68 of the pacer's average over the floor and 0.72
+//     of its peak in 35 (bench/footprint -frontier, a fault at 10 µs);
+//     the sim's stream 0.93 and 0.98 in 28, its paced stream 0.39 and
+//     0.41 in 21. The fake has not the runtime's inline scavenger (an
+//     allocation that grows the heap past the scavenger's goal returns
+//     as many pages, mheap.allocSpan), so its churn differs from the
+//     runtime's.
 //
 // A page faulted back costs 0.2 µs on bare metal (a 4 KiB anonymous
 // fault), 11 µs on the second VM (bench/machine's fault-4k: 10-15 µs)
