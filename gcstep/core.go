@@ -127,6 +127,11 @@ func newCore(e env, cfg config, hook bool) *core {
 	c.scavAt, c.heapAt = c.r.scavenged, c.r.heap
 	c.cpuAt, c.earnAt = c.env.cpu(), c.env.now()
 	c.gcAt = c.r.gc
+	// The tokens start with a second of the program's CPU's budget: the
+	// first cycles run cold, dearer than later ones, and a start that
+	// must first earn them lets the heap grow toward the pacer's before
+	// they come, and keeps it there (doc/policy.md).
+	c.tokens = time.Duration(c.cfg.budget * float64(startTokens))
 	// releasedFor 0: a process that has done nothing since the Runtime
 	// was made has no quiet stretch to release (from is 0 there).
 	c.bound() // a program with no idle moment at all is bounded too
@@ -573,7 +578,8 @@ func (c *core) releaseDue() (time.Duration, bool) {
 	}
 	d := time.Duration(from) + c.cfg.releaseDelay - now
 	if short := c.relCost.v - c.tokens; short > 0 {
-		d = max(d, time.Duration(float64(short)/c.cfg.budget))
+		// A microsecond over: earnings round down to the nanosecond.
+		d = max(d, time.Duration(float64(short)/c.cfg.budget)+time.Microsecond)
 	}
 	return max(d, 0), true
 }

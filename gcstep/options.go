@@ -46,7 +46,8 @@ type Option func(*config)
 // WithBudget sets the share of the program's CPU time that idle
 // collection may cost, between 0 (exclusive) and 1: what the Runtime's
 // cycles and releases are measured to cost (doc/policy.md) never exceeds
-// share times the CPU the program used, over any ten seconds of it.
+// share times the CPU the program used, over any ten seconds of it,
+// counted as if it had used a second more before the Runtime was made.
 // Within it the Runtime takes all the memory it can; past it, it leaves
 // the garbage to the runtime's pacer. Default DefaultBudget.
 func WithBudget(share float64) Option {
@@ -102,3 +103,10 @@ func WithDecisions(f func(Decision)) Option {
 // seconds is paid for by the burst, short enough that what a long quiet
 // run saves cannot be spent at once.
 const budgetWindow = 10 * time.Second
+
+// startTokens is the stretch of the program's CPU time whose budget a
+// Runtime starts with: the first cycles run cold (they cost 1.5-2.5
+// times what later ones do) and come before the program has earned
+// them; a second's budget pays for several, and is a tenth of what the
+// Runtime may hold.
+const startTokens = time.Second

@@ -188,7 +188,8 @@ type Stats struct {
 
 	// Earned is the budget earned from the program's CPU time, Charged
 	// what the cycles and releases were measured to cost (doc/policy.md),
-	// within Earned but for the action that crossed it.
+	// within Earned and the second's budget a Runtime starts with, but
+	// for the action that crossed it.
 	Earned  time.Duration
 	Charged time.Duration
 	// Churn is the part of Charged for the runtime's scavenging after

@@ -527,8 +527,9 @@ func stressOnce(t *testing.T, gogc int, limit int64, n int) {
 // the quiet will have earned it, the Work's timer waits as long, and the
 // release comes then.
 func TestDeclinedReleaseWaitsForItsPrice(t *testing.T) {
-	p := profiles[4] // releases of 6 ms
-	p.fault = 0      // and nothing more (TestReleaseIsPricedWithItsFaults)
+	p := profiles[4]
+	p.release = 40 * ms // dearer than the tokens a Runtime starts with
+	p.fault = 0         // and nothing more (TestReleaseIsPricedWithItsFaults)
 	f := newFake(p)
 	rt := newRuntimeEnv(f.env())
 	defer rt.Close()

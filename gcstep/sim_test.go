@@ -297,13 +297,17 @@ func TestReleaseIsPricedWithItsFaults(t *testing.T) {
 // ours (its assists, its larger heap), the Runtime measures that price
 // and credits it, and the budget buys more cycles than where both cost
 // the same. On the contended machine the paced stream's cycles are
-// dear enough that the pacer collects beside them.
+// dear enough that the pacer collects beside them; the stream runs three
+// times its length, so that the budget binds after the tokens a Runtime
+// starts with are spent.
 func TestPacerPriceIsLearned(t *testing.T) {
 	same := profiles[4]
 	dear := same
 	dear.pacerCPU = 3 * same.cycleCPU
-	a := simulate(t, same, traces[1], 100, true)
-	b := simulate(t, dear, traces[1], 100, true)
+	tr := traces[1]
+	tr.events *= 3
+	a := simulate(t, same, tr, 100, true)
+	b := simulate(t, dear, tr, 100, true)
 	p := b.stats.PacerCycleCost
 	check(t, p > dear.pacerCPU*6/10 && p < dear.pacerCPU*14/10, "the pacer's price: learned %v, it costs %v", p, dear.pacerCPU)
 	check(t, b.ours > a.ours, "%d cycles where the pacer's cost three times ours, %d where they cost the same", b.ours, a.ours)
