@@ -118,8 +118,9 @@ func (e *ewma) learn(x time.Duration, now time.Duration) {
 const lookEvery = time.Millisecond
 
 // newCore makes a core over e; with hook, the bound moves after every
-// cycle by itself (see armCycleHook), not only at looks.
-func newCore(e env, cfg config, hook bool) *core {
+// cycle by itself (see armCycleHook), not only at looks; with start, its
+// tokens start with startTokens' budget.
+func newCore(e env, cfg config, hook, start bool) *core {
 	c := &core{env: e, cfg: cfg, self: map[*Loop]bool{}, hook: hook}
 	c.env.read(&c.r)
 	c.base, c.seen, c.releasedAt, c.prevSeen = c.r.allocs, c.r.cycles, c.r.allocs, c.r.allocs
@@ -130,8 +131,11 @@ func newCore(e env, cfg config, hook bool) *core {
 	// The tokens start with a second of the program's CPU's budget: the
 	// first cycles run cold, dearer than later ones, and a start that
 	// must first earn them lets the heap grow toward the pacer's before
-	// they come, and keeps it there (doc/policy.md).
-	c.tokens = time.Duration(c.cfg.budget * float64(startTokens))
+	// they come, and keeps it there (doc/policy.md). Once a process: a
+	// Runtime made after the last one closed starts with none.
+	if start {
+		c.tokens = time.Duration(c.cfg.budget * float64(startTokens))
+	}
 	// releasedFor 0: a process that has done nothing since the Runtime
 	// was made has no quiet stretch to release (from is 0 there).
 	c.bound() // a program with no idle moment at all is bounded too

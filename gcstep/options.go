@@ -47,7 +47,8 @@ type Option func(*config)
 // collection may cost, between 0 (exclusive) and 1: what the Runtime's
 // cycles and releases are measured to cost (doc/policy.md) never exceeds
 // share times the CPU the program used, over any ten seconds of it,
-// counted as if it had used a second more before the Runtime was made.
+// counted as if it had used a second more before its first Runtime was
+// made.
 // Within it the Runtime takes all the memory it can; past it, it leaves
 // the garbage to the runtime's pacer. Default DefaultBudget.
 func WithBudget(share float64) Option {
@@ -104,9 +105,9 @@ func WithDecisions(f func(Decision)) Option {
 // run saves cannot be spent at once.
 const budgetWindow = 10 * time.Second
 
-// startTokens is the stretch of the program's CPU time whose budget a
-// Runtime starts with: the first cycles run cold (they cost 1.5-2.5
-// times what later ones do) and come before the program has earned
-// them; a second's budget pays for several, and is a tenth of what the
-// Runtime may hold.
+// startTokens is the stretch of the program's CPU time whose budget the
+// process's first Runtime starts with: the first cycles run cold (they
+// cost 1.5-2.5 times what later ones do) and come before the program has
+// earned them; a second's budget pays for several, and is a tenth of
+// what the Runtime may hold.
 const startTokens = time.Second

@@ -48,10 +48,12 @@ type Runtime struct {
 	dec     *func(Decision)
 }
 
-// procCore is the process's core while a Runtime is open.
+// procCore is the process's core while a Runtime is open; procStarted
+// says a core was made before, and had the start's tokens.
 var (
-	procMu   sync.Mutex
-	procCore *core
+	procMu      sync.Mutex
+	procCore    *core
+	procStarted bool
 )
 
 // NewRuntime returns a Stepper over the Go runtime with the policy
@@ -62,8 +64,9 @@ func NewRuntime(opts ...Option) *Runtime {
 	procMu.Lock()
 	defer procMu.Unlock()
 	if procCore == nil {
-		procCore = newCore(realEnv(), cfg, true)
+		procCore = newCore(realEnv(), cfg, true, !procStarted)
 		procCore.onClose = func() { procCore = nil }
+		procStarted = true
 	}
 	return procCore.join(cfg)
 }
@@ -71,7 +74,7 @@ func NewRuntime(opts ...Option) *Runtime {
 // newRuntimeEnv returns a Runtime over its own core in e, for the tests.
 func newRuntimeEnv(e env, opts ...Option) *Runtime {
 	cfg := configure(opts)
-	return newCore(e, cfg, false).join(cfg)
+	return newCore(e, cfg, false, true).join(cfg)
 }
 
 func configure(opts []Option) config {
@@ -188,8 +191,8 @@ type Stats struct {
 
 	// Earned is the budget earned from the program's CPU time, Charged
 	// what the cycles and releases were measured to cost (doc/policy.md),
-	// within Earned and the second's budget a Runtime starts with, but
-	// for the action that crossed it.
+	// within Earned and the second's budget the process's first Runtime
+	// starts with, but for the action that crossed it.
 	Earned  time.Duration
 	Charged time.Duration
 	// Churn is the part of Charged for the runtime's scavenging after

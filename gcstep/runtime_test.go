@@ -196,6 +196,28 @@ func TestWorkMisuse(t *testing.T) {
 	}
 }
 
+// TestStartTokensOncePerProcess: the process's first Runtime starts with
+// a second's budget in tokens (its first cycles run cold); one made after
+// the last closed does not, so opening and closing Runtimes buys nothing.
+func TestStartTokensOncePerProcess(t *testing.T) {
+	rt := NewRuntime()
+	first := rt.c
+	rt.Close()
+	if !procStarted {
+		t.Fatal("procStarted is false after a Runtime was made")
+	}
+	rt = NewRuntime()
+	defer rt.Close()
+	if rt.c == first {
+		t.Fatal("a Runtime made after the last closed joined the closed core")
+	}
+	rt.c.mu.Lock()
+	got := rt.c.tokens
+	rt.c.mu.Unlock()
+	start := time.Duration(DefaultBudget * float64(startTokens))
+	check(t, got < start/2, "a later core starts with %v of tokens; the start is %v, once a process", got, start)
+}
+
 // TestCloseWaitsForRelease: Close returns only once a release in
 // progress has ended.
 func TestCloseWaitsForRelease(t *testing.T) {
