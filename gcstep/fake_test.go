@@ -51,11 +51,12 @@ type profile struct {
 //     µs (bench/machine's fault-4k) and a 1-P cycle of the demo's stream
 //     measured by the Runtime at 190-360 µs (Decision.Cost), though an
 //     empty heap's takes 42-74 µs (bench/machine). The win is not
-//     asserted there. The lab's one-P urandom child holds 0.83-0.86 of
-//     the plain loop's peak in 50-60 cycles where its first cycles came
-//     on time, and its peak where they came late (one run in eight), its
-//     paced stream 0.68 of the pacer's average over the floor and 0.72
-//     of its peak in 35 (bench/footprint -frontier, a fault at 10 µs);
+//     asserted there. The lab's one-P urandom child holds 0.83-0.85 of
+//     the plain loop's peak in 50-60 cycles (with the start's tokens its
+//     first cycles come on time: no run of 96 kept the plain loop's
+//     peak), its paced stream 0.68 of the pacer's average over the floor
+//     and 0.72 of its peak in 35 (bench/footprint -frontier, a fault at
+//     10 µs);
 //     the sim's stream 0.93 and 0.98 in 28, its paced stream 0.39 and
 //     0.41 in 21. The fake has not the runtime's inline scavenger (an
 //     allocation that grows the heap past the scavenger's goal returns
