@@ -20,7 +20,6 @@ type core struct {
 	loops []*Loop
 	works []*Work
 	dec   []*func(Decision)
-	self  map[*Loop]bool // the Runtimes' own handles
 
 	base   uint64        // allocs when the last cycle ended, as far as a look saw
 	seen   uint64        // the cycle count at the last look
@@ -36,8 +35,7 @@ type core struct {
 	// charged and learned from once a look sees it ended.
 	bg struct {
 		pending       bool
-		free          bool          // the process's first: not charged, not learned from
-		cycles        uint64        // the count before it
+		cycles        uint64        // the count before it; 0: the process's first
 		at, gc        time.Duration // when it started, and env.gcCPU then
 		garbage, pile uint64
 	}
@@ -121,7 +119,7 @@ const lookEvery = time.Millisecond
 // cycle by itself (see armCycleHook), not only at looks; with start, its
 // tokens start with startTokens' budget.
 func newCore(e env, cfg config, hook, start bool) *core {
-	c := &core{env: e, cfg: cfg, self: map[*Loop]bool{}, hook: hook}
+	c := &core{env: e, cfg: cfg, hook: hook}
 	c.env.read(&c.r)
 	c.base, c.seen, c.releasedAt, c.prevSeen = c.r.allocs, c.r.cycles, c.r.allocs, c.r.allocs
 	c.gogc = c.r.gogc
@@ -149,14 +147,13 @@ func (c *core) join(cfg config) *Runtime {
 	c.mu.Unlock()
 	rt := &Runtime{c: c}
 	rt.self = c.newLoop()
-	c.mu.Lock()
-	c.self[rt.self] = true
 	if cfg.decisions != nil {
 		f := cfg.decisions
 		rt.dec = &f
+		c.mu.Lock()
 		c.dec = append(c.dec, rt.dec)
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
 	return rt
 }
 
@@ -196,15 +193,6 @@ func remove[T comparable](c *core, s *[]T, x T) {
 	c.mu.Lock()
 	*s = slices.DeleteFunc(*s, func(y T) bool { return y == x })
 	c.mu.Unlock()
-}
-
-func (c *core) selfOf(l *Loop) *Loop {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.self[l] {
-		return l
-	}
-	return nil
 }
 
 // delayed records that work waited d behind a step. Behind a cycle that
@@ -262,8 +250,8 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 		c.release()
 	}
 	if len(c.dec) > 0 && out != OutcomeNone {
-		d := Decision{At: start, Budget: max(budget, 0), Outcome: out, Garbage: s.garbage, Live: s.live, Pile: s.pile,
-			Gap: s.gap, Wall: s.wall, Cost: s.cost, Pacer: s.pacer, Churn: s.churn, Tokens: s.tokens, Since: s.since}
+		d := s.Decision
+		d.Outcome = out
 		for _, f := range c.dec {
 			(*f)(d)
 		}
@@ -274,8 +262,8 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 		// charge, and its pace allow it: it earns at most its share of
 		// GOMAXPROCS CPUs. Not its churn: that shrinks as the heap grows
 		// back into the pages it would return, and is looked at again.
-		ch := charge(s.cost, s.pacer, s.garbage, s.pile)
-		short := max(s.reserve+ch-s.tokens, ch-s.since)
+		ch := charge(s.Cost, s.Pacer, s.Garbage, s.Pile)
+		short := max(s.reserve+ch-s.Tokens, ch-s.Since)
 		next = max(next, time.Duration(float64(short)/(c.cfg.budget*float64(s.procs))))
 	}
 	c.nextLook.Store(int64(c.env.now() + next))
@@ -303,9 +291,7 @@ func (c *core) learn(l *Loop, now time.Duration) {
 	}
 	if c.bg.pending && r.cycles > c.bg.cycles {
 		c.bg.pending = false
-		if c.bg.free {
-			c.bg.free = false // the process's first: neither charged nor priced
-		} else {
+		if c.bg.cycles > 0 { // the process's first is neither charged nor priced (collect)
 			cost := gc - c.bg.gc
 			if w := c.env.lastEnd() - c.bg.at; w > 0 {
 				c.wall.learn(w, now)
@@ -364,13 +350,12 @@ func (c *core) repair() {
 func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapshot {
 	r := &c.r
 	s := snapshot{
-		garbage: r.allocs - c.base, live: r.live, budget: budget,
-		wall: c.wall.at(now), cost: c.cost.v, pacer: c.pacer.v, marking: c.bg.pending,
-		release: c.relCost.v, tokens: c.tokens, since: c.since,
-		minGarbage: c.cfg.minGarbage, procs: c.env.procs(),
+		Decision: Decision{At: now, Budget: max(budget, 0), Garbage: r.allocs - c.base, Live: r.live,
+			Wall: c.wall.at(now), Cost: c.cost.v, Pacer: c.pacer.v, Tokens: c.tokens, Since: c.since},
+		marking: c.bg.pending, release: c.relCost.v, minGarbage: c.cfg.minGarbage, procs: c.env.procs(),
 	}
 	if !c.unbounded() && r.goal > r.live {
-		s.pile = r.goal - r.live
+		s.Pile = r.goal - r.live
 	}
 	// After a cycle the scavenger keeps the heap's pages to a tenth
 	// above those in use (see churn): the pages beyond that go, and
@@ -380,10 +365,10 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 	keep, back := inUse+inUse/10, min(r.heap, r.goal+r.goal/10)
 	if back > keep {
 		fault, ret := c.env.pagePrices()
-		s.churn = time.Duration((back-keep)/pageSize) * (fault + ret)
+		s.Churn = time.Duration((back-keep)/pageSize) * (fault + ret)
 	}
 	if l != nil {
-		s.gap = l.gap()
+		s.Gap = l.gap()
 	}
 	if c.cfg.releaseDelay > 0 {
 		s.reserve = c.relCost.v
@@ -422,7 +407,7 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 		// The process's first cycle is cold (1.3 ms where the next take
 		// 0.2) and is the pacer's anyway: not extra, and no price.
 		if !ended {
-			c.bg.pending, c.bg.cycles, c.bg.free = true, c.r.cycles, true
+			c.bg.pending, c.bg.cycles = true, 0 // learn leaves it alone
 		}
 		return true
 	}
@@ -445,11 +430,11 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 		c.gcAt = c.r.gc
 		c.cost.learn(cost, t1)
 		c.wall.learn(t1-t0, t1)
-		c.pay(charge(cost, c.pacer.v, s.garbage, s.pile))
+		c.pay(charge(cost, c.pacer.v, s.Garbage, s.Pile))
 		return true
 	}
 	c.bg.pending, c.bg.cycles, c.bg.at, c.bg.gc = true, c.r.cycles, t0, g0
-	c.bg.garbage, c.bg.pile = s.garbage, s.pile
+	c.bg.garbage, c.bg.pile = s.Garbage, s.Pile
 	return true
 }
 

@@ -6,28 +6,17 @@ import (
 )
 
 // A snapshot is everything the decision needs, read at one look: the
-// heap, the time ahead, the learned prices and the budget left. It is
-// filled by core.snapshot and nothing else; decide reads nothing else.
+// Decision's readings and prices (the heap, the time ahead, the budget
+// left), and what the program does not see. It is filled by
+// core.snapshot and nothing else; decide reads nothing else.
 type snapshot struct {
-	garbage uint64 // bytes allocated since the last cycle ended
-	live    uint64 // what the last cycle found live
-	pile    uint64 // the garbage the pacer lets pile up before its cycle; 0: no pacer (GOGC=off)
-
-	budget  time.Duration // the step's budget; <= 0: a look that may not act
-	quiet   bool          // every loop and Work has been quiet for the quiet period
-	armed   uint64        // bytes allocated since the last release
-	gap     time.Duration // the idle time the loop expects ahead (its recent gaps); 0: none known
-	wall    time.Duration // how long a cycle of ours holds the loop that waits for it
-	cost    time.Duration // what a cycle of ours costs the process, measured
-	pacer   time.Duration // what a cycle of the pacer's costs, measured; 0: none seen yet
-	churn   time.Duration // what returning and faulting back the pages a cycle now would have the scavenger return costs
-	marking bool          // a cycle of ours is still marking
-	procs   int           // GOMAXPROCS: with one P nothing runs beside the loop
-	release time.Duration // what a release costs the process, measured
-	tokens  time.Duration // the budget left: earned less charged; may be below 0
-	since   time.Duration // what the budget earned since the last cycle (ours or the pacer's) ended
-	reserve time.Duration // what cycles leave of tokens for the next release: its price, if releases are on
-
+	Decision                 // Budget <= 0: a look that may not act
+	quiet      bool          // every loop and Work has been quiet for the quiet period
+	armed      uint64        // bytes allocated since the last release
+	marking    bool          // a cycle of ours is still marking
+	procs      int           // GOMAXPROCS: with one P nothing runs beside the loop
+	release    time.Duration // what a release costs the process, measured
+	reserve    time.Duration // what cycles leave of tokens for the next release: its price, if releases are on
 	minGarbage uint64
 }
 
@@ -56,27 +45,27 @@ const (
 func decide(s snapshot) (action, Outcome) {
 	if s.quiet && s.armed >= s.minGarbage {
 		switch {
-		case s.tokens < s.release:
+		case s.Tokens < s.release:
 			return doNothing, OutcomeBudget
-		case s.budget <= 0:
+		case s.Budget <= 0:
 			return doNothing, OutcomeDue
 		}
 		return doRelease, OutcomeRelease
 	}
-	if s.quiet || s.marking || s.garbage < s.minGarbage {
+	if s.quiet || s.marking || s.Garbage < s.minGarbage {
 		return doNothing, OutcomeNone
 	}
-	ch := charge(s.cost, s.pacer, s.garbage, s.pile) // the cycle's own, its churn aside
-	price := ch + s.churn                            // and the pages it would move
-	if s.cost == 0 {
+	ch := charge(s.Cost, s.Pacer, s.Garbage, s.Pile) // the cycle's own, its churn aside
+	price := ch + s.Churn                            // and the pages it would move
+	if s.Cost == 0 {
 		price = 0 // no cycle of ours priced yet: the first learns what one costs
 	}
 	switch {
-	case s.procs > 1 && s.gap > 0 && s.wall > s.gap:
+	case s.procs > 1 && s.Gap > 0 && s.Wall > s.Gap:
 		return doNothing, OutcomeGap
-	case s.tokens-s.reserve < price || s.since < price:
+	case s.Tokens-s.reserve < price || s.Since < price:
 		return doNothing, OutcomeBudget
-	case s.budget <= 0:
+	case s.Budget <= 0:
 		return doNothing, OutcomeDue
 	}
 	return doInline, OutcomeInline

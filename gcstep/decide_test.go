@@ -8,8 +8,8 @@ import (
 func TestDecide(t *testing.T) {
 	// base has garbage enough, a budget that pays and has earned the
 	// cycle since the last, a gap that fits.
-	base := snapshot{garbage: 1 << 20, live: 1 << 20, pile: 4 << 20, budget: ms, gap: ms,
-		wall: 300 * us, cost: 500 * us, release: 2 * ms, tokens: 10 * ms, since: ms, minGarbage: 256 << 10, procs: 2}
+	base := snapshot{Decision: Decision{Garbage: 1 << 20, Live: 1 << 20, Pile: 4 << 20, Budget: ms, Gap: ms,
+		Wall: 300 * us, Cost: 500 * us, Tokens: 10 * ms, Since: ms}, release: 2 * ms, minGarbage: 256 << 10, procs: 2}
 	tests := []struct {
 		name string
 		edit func(*snapshot)
@@ -17,34 +17,34 @@ func TestDecide(t *testing.T) {
 		out  Outcome
 	}{
 		{"garbage, budget and a gap that fits: inline", func(s *snapshot) {}, doInline, OutcomeInline},
-		{"too little garbage", func(s *snapshot) { s.garbage = 100 << 10 }, doNothing, OutcomeNone},
-		{"budget spent", func(s *snapshot) { s.tokens = 100 * us }, doNothing, OutcomeBudget},
-		{"the release's reserve is not for cycles", func(s *snapshot) { s.tokens, s.reserve = 2*ms, 1800*us }, doNothing, OutcomeBudget},
-		{"saved up, but not earned since the last cycle", func(s *snapshot) { s.since = 300 * us }, doNothing, OutcomeBudget},
-		{"earned since the last cycle, but spent", func(s *snapshot) { s.tokens, s.since = 300*us, 10*ms }, doNothing, OutcomeBudget},
-		{"the pace is the charge and its churn", func(s *snapshot) { s.churn = 700 * us }, doNothing, OutcomeBudget},
-		{"earned the charge and its churn since the last cycle", func(s *snapshot) { s.since, s.churn = 2*ms, 700*us }, doInline, OutcomeInline},
-		{"no cycle priced yet: the first learns its price", func(s *snapshot) { s.cost, s.since, s.churn = 0, 0, 700*us }, doInline, OutcomeInline},
-		{"no cycle priced yet: its churn is not counted either", func(s *snapshot) { s.cost, s.tokens, s.churn = 0, 500*us, 700*us }, doInline, OutcomeInline},
-		{"no cycle priced yet, but the release's reserve not left", func(s *snapshot) { s.cost, s.tokens, s.reserve = 0, 1500*us, 1800*us }, doNothing, OutcomeBudget},
-		{"a release does not wait for the pace", func(s *snapshot) { s.quiet, s.armed, s.since = true, 1<<20, 0 }, doRelease, OutcomeRelease},
-		{"budget below zero", func(s *snapshot) { s.tokens = -ms }, doNothing, OutcomeBudget},
-		{"the budget pays the cycle, not its churn", func(s *snapshot) { s.tokens, s.churn = ms, 700*us }, doNothing, OutcomeBudget},
-		{"the budget pays the cycle and its churn", func(s *snapshot) { s.tokens, s.churn = ms, 200*us }, doInline, OutcomeInline},
-		{"a release owes no churn", func(s *snapshot) { s.quiet, s.armed, s.tokens, s.churn = true, 1<<20, 3*ms, 5*ms }, doRelease, OutcomeRelease},
-		{"a pile near the pacer's is nearly free", func(s *snapshot) { s.tokens, s.since, s.garbage = 100*us, 100*us, 3900<<10 }, doInline, OutcomeInline},
-		{"no pacer: the whole cycle is charged", func(s *snapshot) { s.pile = 0; s.tokens = 400 * us }, doNothing, OutcomeBudget},
-		{"a gap shorter than the cycle: the pacer's", func(s *snapshot) { s.gap = 100 * us }, doNothing, OutcomeGap},
-		{"a gap shorter than the cycle, over budget too", func(s *snapshot) { s.gap, s.tokens = 100*us, 0 }, doNothing, OutcomeGap},
+		{"too little garbage", func(s *snapshot) { s.Garbage = 100 << 10 }, doNothing, OutcomeNone},
+		{"budget spent", func(s *snapshot) { s.Tokens = 100 * us }, doNothing, OutcomeBudget},
+		{"the release's reserve is not for cycles", func(s *snapshot) { s.Tokens, s.reserve = 2*ms, 1800*us }, doNothing, OutcomeBudget},
+		{"saved up, but not earned since the last cycle", func(s *snapshot) { s.Since = 300 * us }, doNothing, OutcomeBudget},
+		{"earned since the last cycle, but spent", func(s *snapshot) { s.Tokens, s.Since = 300*us, 10*ms }, doNothing, OutcomeBudget},
+		{"the pace is the charge and its churn", func(s *snapshot) { s.Churn = 700 * us }, doNothing, OutcomeBudget},
+		{"earned the charge and its churn since the last cycle", func(s *snapshot) { s.Since, s.Churn = 2*ms, 700*us }, doInline, OutcomeInline},
+		{"no cycle priced yet: the first learns its price", func(s *snapshot) { s.Cost, s.Since, s.Churn = 0, 0, 700*us }, doInline, OutcomeInline},
+		{"no cycle priced yet: its churn is not counted either", func(s *snapshot) { s.Cost, s.Tokens, s.Churn = 0, 500*us, 700*us }, doInline, OutcomeInline},
+		{"no cycle priced yet, but the release's reserve not left", func(s *snapshot) { s.Cost, s.Tokens, s.reserve = 0, 1500*us, 1800*us }, doNothing, OutcomeBudget},
+		{"a release does not wait for the pace", func(s *snapshot) { s.quiet, s.armed, s.Since = true, 1<<20, 0 }, doRelease, OutcomeRelease},
+		{"budget below zero", func(s *snapshot) { s.Tokens = -ms }, doNothing, OutcomeBudget},
+		{"the budget pays the cycle, not its churn", func(s *snapshot) { s.Tokens, s.Churn = ms, 700*us }, doNothing, OutcomeBudget},
+		{"the budget pays the cycle and its churn", func(s *snapshot) { s.Tokens, s.Churn = ms, 200*us }, doInline, OutcomeInline},
+		{"a release owes no churn", func(s *snapshot) { s.quiet, s.armed, s.Tokens, s.Churn = true, 1<<20, 3*ms, 5*ms }, doRelease, OutcomeRelease},
+		{"a pile near the pacer's is nearly free", func(s *snapshot) { s.Tokens, s.Since, s.Garbage = 100*us, 100*us, 3900<<10 }, doInline, OutcomeInline},
+		{"no pacer: the whole cycle is charged", func(s *snapshot) { s.Pile = 0; s.Tokens = 400 * us }, doNothing, OutcomeBudget},
+		{"a gap shorter than the cycle: the pacer's", func(s *snapshot) { s.Gap = 100 * us }, doNothing, OutcomeGap},
+		{"a gap shorter than the cycle, over budget too", func(s *snapshot) { s.Gap, s.Tokens = 100*us, 0 }, doNothing, OutcomeGap},
 		{"a cycle of ours still marks", func(s *snapshot) { s.marking = true }, doNothing, OutcomeNone},
-		{"one P: inline, whatever the gap", func(s *snapshot) { s.gap, s.procs = 100*us, 1 }, doInline, OutcomeInline},
-		{"no gap known: inline", func(s *snapshot) { s.gap = 0 }, doInline, OutcomeInline},
-		{"a look without a budget: due", func(s *snapshot) { s.budget = 0 }, doNothing, OutcomeDue},
+		{"one P: inline, whatever the gap", func(s *snapshot) { s.Gap, s.procs = 100*us, 1 }, doInline, OutcomeInline},
+		{"no gap known: inline", func(s *snapshot) { s.Gap = 0 }, doInline, OutcomeInline},
+		{"a look without a budget: due", func(s *snapshot) { s.Budget = 0 }, doNothing, OutcomeDue},
 		{"quiet and armed: release", func(s *snapshot) { s.quiet, s.armed = true, 1<<20 }, doRelease, OutcomeRelease},
-		{"quiet, armed, no budget left", func(s *snapshot) { s.quiet, s.armed, s.tokens = true, 1<<20, ms }, doNothing, OutcomeBudget},
-		{"quiet, armed, a look without a budget", func(s *snapshot) { s.quiet, s.armed, s.budget = true, 1<<20, 0 }, doNothing, OutcomeDue},
+		{"quiet, armed, no budget left", func(s *snapshot) { s.quiet, s.armed, s.Tokens = true, 1<<20, ms }, doNothing, OutcomeBudget},
+		{"quiet, armed, a look without a budget", func(s *snapshot) { s.quiet, s.armed, s.Budget = true, 1<<20, 0 }, doNothing, OutcomeDue},
 		{"quiet, nothing allocated since the last release", func(s *snapshot) { s.quiet, s.armed = true, 1<<10 }, doNothing, OutcomeNone},
-		{"first release, price unknown", func(s *snapshot) { s.quiet, s.armed, s.release, s.tokens = true, 1<<20, 0, 0 }, doRelease, OutcomeRelease},
+		{"first release, price unknown", func(s *snapshot) { s.quiet, s.armed, s.release, s.Tokens = true, 1<<20, 0, 0 }, doRelease, OutcomeRelease},
 	}
 	for _, tt := range tests {
 		s := base

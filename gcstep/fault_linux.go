@@ -8,23 +8,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// faultPages is how many pages measurePages returns and faults back in
-// a round, and faultRounds how many rounds it takes the fastest of (a
-// preemption in one does not set the price).
-const (
-	faultPages  = 16
-	faultRounds = 3
-)
-
 // measurePages is what returning one 4 KiB page to the OS and faulting
-// it back cost here: the pages of a small anonymous mapping are touched,
-// returned with MADV_DONTNEED (as the runtime returns free pages) and
-// touched again, both timed, the fastest of three rounds; 0, 0 if the
-// mapping fails. It takes well under a millisecond, once a process,
-// where a fault is 0.2-15 µs (bare metal to a virtual machine whose
-// hypervisor handles faults) and a return about as much.
+// it back cost here: the faultPages pages of a small anonymous mapping
+// are touched, returned with MADV_DONTNEED (as the runtime returns free
+// pages) and touched again, both timed, the fastest of faultRounds rounds
+// (a preemption in one does not set the price); 0, 0 if the mapping
+// fails. It takes well under a millisecond, once a process, where a
+// fault is 0.2-15 µs (bare metal to a virtual machine whose hypervisor
+// handles faults) and a return about as much.
 func measurePages() (fault, ret time.Duration) {
-	const page = 4 << 10
+	const faultPages, faultRounds, page = 16, 3, pageSize
 	b, err := unix.Mmap(-1, 0, faultPages*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	if err != nil {
 		return 0, 0

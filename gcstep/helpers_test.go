@@ -33,3 +33,9 @@ const (
 	us = time.Microsecond
 	ms = time.Millisecond
 )
+
+// newRuntimeEnv returns a Runtime over its own core in e.
+func newRuntimeEnv(e env, opts ...Option) *Runtime {
+	cfg := configure(opts)
+	return newCore(e, cfg, false, true).join(cfg)
+}

@@ -1,6 +1,7 @@
 package gcstep
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,12 +72,6 @@ func NewRuntime(opts ...Option) *Runtime {
 	return procCore.join(cfg)
 }
 
-// newRuntimeEnv returns a Runtime over its own core in e, for the tests.
-func newRuntimeEnv(e env, opts ...Option) *Runtime {
-	cfg := configure(opts)
-	return newCore(e, cfg, false, true).join(cfg)
-}
-
 func configure(opts []Option) config {
 	cfg := defaults()
 	for _, o := range opts {
@@ -104,7 +99,7 @@ func (rt *Runtime) Close() {
 	for _, detach := range hs {
 		detach()
 	}
-	rt.self.detach()
+	rt.self.Close()
 	if rt.dec != nil {
 		remove(rt.c, &rt.c.dec, rt.dec)
 	}
@@ -118,8 +113,8 @@ func (rt *Runtime) Close() {
 // Loop returns a new handle for one event loop sharing rt (see Loop).
 func (rt *Runtime) Loop() *Loop {
 	l := rt.c.newLoop()
-	if !rt.own(l.detach) {
-		l.detach()
+	if !rt.own(l.Close) {
+		l.Close()
 	}
 	return l
 }
@@ -309,16 +304,8 @@ func (l *Loop) NextStep() (time.Duration, bool) {
 }
 
 // Close detaches the handle: the Runtime no longer waits for its loop to
-// become quiet, and its steps do nothing. Closing the Runtime's own
-// handle (the Runtime used directly) is not possible: close the Runtime.
+// become quiet, and its steps do nothing. Close is idempotent.
 func (l *Loop) Close() {
-	if l == l.c.selfOf(l) {
-		return
-	}
-	l.detach()
-}
-
-func (l *Loop) detach() {
 	if !l.closed.Swap(true) {
 		remove(l.c, &l.c.loops, l)
 	}
@@ -334,11 +321,6 @@ func (l *Loop) gap() time.Duration {
 	if n == 0 {
 		return 0
 	}
-	s := g[:n]
-	for i := 1; i < len(s); i++ { // insertion sort: at most eight
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	return s[n/2]
+	slices.Sort(g[:n])
+	return g[n/2]
 }

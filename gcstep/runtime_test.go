@@ -1,6 +1,7 @@
 package gcstep
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"runtime/debug"
@@ -216,6 +217,35 @@ func TestStartTokensOncePerProcess(t *testing.T) {
 	rt.c.mu.Unlock()
 	start := time.Duration(DefaultBudget * float64(startTokens))
 	check(t, got < start/2, "a later core starts with %v of tokens; the start is %v, once a process", got, start)
+}
+
+// TestFirstCycleFree: the process's first cycle is cold and the pacer's
+// anyway: neither charged nor priced, whether it ends inside its step or
+// outlasts it; the next is both.
+func TestFirstCycleFree(t *testing.T) {
+	for _, wait := range []time.Duration{ms, 10 * us} { // the cycle's wall is 280 µs
+		f := newFake(profiles[2])
+		f.cycles = 0
+		rt := newRuntimeEnv(f.env())
+		cycle := func() {
+			f.alloc(1 << 20)
+			f.cpu += time.Second
+			f.now += time.Second
+			rt.Step(wait)
+			f.now += ms
+			rt.Step(0) // sees an outlasting cycle end
+		}
+		cycle()
+		s := rt.Stats()
+		mustEqual(t, fmt.Sprintf("wait %v: cycles of ours", wait), s.CyclesInline, uint64(1))
+		equal(t, fmt.Sprintf("wait %v: the first cycle's charge", wait), s.Charged-s.Churn, 0)
+		equal(t, fmt.Sprintf("wait %v: the first cycle's price", wait), s.CycleCost, 0)
+		cycle()
+		s = rt.Stats()
+		mustEqual(t, fmt.Sprintf("wait %v: cycles of ours", wait), s.CyclesInline, uint64(2))
+		check(t, s.Charged-s.Churn > 0 && s.CycleCost > 0, "wait %v: the second cycle charged %v and priced %v", wait, s.Charged-s.Churn, s.CycleCost)
+		rt.Close()
+	}
 }
 
 // TestCloseWaitsForRelease: Close returns only once a release in

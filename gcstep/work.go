@@ -179,13 +179,5 @@ func (w *Work) Close() {
 		w.disarm()
 	}
 	w.pending.Wait()
-	c := w.c
-	c.mu.Lock()
-	for i, x := range c.works {
-		if x == w {
-			c.works = append(c.works[:i], c.works[i+1:]...)
-			break
-		}
-	}
-	c.mu.Unlock()
+	remove(w.c, &w.c.works, w)
 }
