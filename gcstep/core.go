@@ -39,6 +39,7 @@ type core struct {
 		at, gc        time.Duration // when it started, and env.gcCPU then
 		garbage, pile uint64
 	}
+	looks    ring  // what the last looks took, a cycle's wait aside
 	wall     ewma  // how long a cycle holds the loop that waits for it
 	relCost  ewma  // what a release costs
 	gogc     int   // the program's GOGC, as last read outside a kick
@@ -142,17 +143,13 @@ func newCore(e env, cfg config, hook, start bool) *core {
 
 // join opens a Runtime on c.
 func (c *core) join(cfg config) *Runtime {
+	rt := &Runtime{c: c, self: c.newLoop()}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.refs++
-	c.mu.Unlock()
-	rt := &Runtime{c: c}
-	rt.self = c.newLoop()
-	if cfg.decisions != nil {
-		f := cfg.decisions
+	if f := cfg.decisions; f != nil {
 		rt.dec = &f
-		c.mu.Lock()
 		c.dec = append(c.dec, rt.dec)
-		c.mu.Unlock()
 	}
 	return rt
 }
@@ -224,7 +221,7 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 		c.mu.Lock()
 	}
 	defer c.mu.Unlock()
-	start := c.env.now()
+	start, waited := c.env.now(), c.stats.CycleTime
 	c.stats.Steps++
 	c.held = false
 	c.env.read(&c.r)
@@ -266,17 +263,24 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 		short := max(s.reserve+ch-s.Tokens, ch-s.Since)
 		next = max(next, time.Duration(float64(short)/(c.cfg.budget*float64(s.procs))))
 	}
-	c.nextLook.Store(int64(c.env.now() + next))
-	c.stats.StepTime += c.env.now() - start
+	end := c.env.now()
+	c.nextLook.Store(int64(end + next))
+	c.stats.StepTime += end - start
+	// A look is charged what the last eight took, but for a cycle's wait
+	// (the cycle's own), at their median: one the OS preempted (another
+	// thread ran meanwhile) or the first (it measures the pages) is not.
+	c.looks.add(end - start - (c.stats.CycleTime - waited))
+	c.pay(c.looks.median())
 	return budget <= 0 && out == OutcomeDue
 }
 
 // learn brings the books up to the reading: cycles that ended, the
-// budget earned, the bound, GOGC.
+// bound, GOGC.
 func (c *core) learn(l *Loop, now time.Duration) {
 	r := &c.r
 	gc := r.gc
 	if r.cycles != c.seen {
+		c.earn(now) // the program's CPU before these cycles ended is not their pace's
 		n := r.cycles - c.seen
 		mine := min(n, c.ours)
 		c.ours -= mine
@@ -306,7 +310,6 @@ func (c *core) learn(l *Loop, now time.Duration) {
 	}
 	c.prevSeen = r.allocs
 	c.churn()
-	c.earn(now)
 	c.repair()
 	c.bound()
 }
@@ -351,7 +354,7 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 	r := &c.r
 	s := snapshot{
 		Decision: Decision{At: now, Budget: max(budget, 0), Garbage: r.allocs - c.base, Live: r.live,
-			Wall: c.wall.at(now), Cost: c.cost.v, Pacer: c.pacer.v, Tokens: c.tokens, Since: c.since},
+			Wall: c.wall.at(now), Cost: c.cost.v, Pacer: c.pacer.v},
 		marking: c.bg.pending, release: c.relCost.v, minGarbage: c.cfg.minGarbage, procs: c.env.procs(),
 	}
 	if !c.unbounded() && r.goal > r.live {
@@ -378,6 +381,10 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 			c.quietFrom = from
 		}
 	}
+	if s.quiet || s.Garbage >= s.minGarbage {
+		c.earn(now) // a look that cannot act needs no budget, nor a system call
+	}
+	s.Tokens, s.Since = c.tokens, c.since
 	return s
 }
 
@@ -441,10 +448,7 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 // wallAt is wall.at(now), from the atomics.
 func (c *core) wallAt(now time.Duration) time.Duration {
 	e := ewma{v: time.Duration(c.wallV.Load()), n: 1, last: time.Duration(c.wallT.Load())}
-	if e.v == 0 {
-		return 0
-	}
-	return e.at(now)
+	return e.at(now) // 0 while none is learned
 }
 
 func (c *core) pay(d time.Duration) {

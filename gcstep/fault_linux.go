@@ -17,14 +17,15 @@ import (
 // fault is 0.2-15 µs (bare metal to a virtual machine whose hypervisor
 // handles faults) and a return about as much.
 func measurePages() (fault, ret time.Duration) {
-	const faultPages, faultRounds, page = 16, 3, pageSize
-	b, err := unix.Mmap(-1, 0, faultPages*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	const faultPages, faultRounds = 16, 3
+	b, err := unix.Mmap(-1, 0, faultPages*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	if err != nil {
 		return 0, 0
 	}
 	defer unix.Munmap(b)
+	fault, ret = time.Hour, time.Hour
 	for range faultRounds {
-		for i := 0; i < len(b); i += page {
+		for i := 0; i < len(b); i += pageSize {
 			b[i] = 1
 		}
 		start := time.Now()
@@ -32,16 +33,10 @@ func measurePages() (fault, ret time.Duration) {
 			return 0, 0
 		}
 		mid := time.Now()
-		for i := 0; i < len(b); i += page {
+		for i := 0; i < len(b); i += pageSize {
 			b[i] = 1
 		}
-		f, r := time.Since(mid)/faultPages, mid.Sub(start)/faultPages
-		if fault == 0 || f < fault {
-			fault = f
-		}
-		if ret == 0 || r < ret {
-			ret = r
-		}
+		fault, ret = min(fault, time.Since(mid)/faultPages), min(ret, mid.Sub(start)/faultPages)
 	}
 	return fault, ret
 }

@@ -8,9 +8,9 @@ import (
 // Defaults of the policy. doc/policy.md says where each comes from.
 const (
 	// DefaultBudget is the share of the program's own CPU time that the
-	// Runtime's cycles and releases may cost, measured: 3 %, between
-	// the Go scavenger's 1 % and what .NET's DATAS reports for its
-	// 80 % smaller working sets (2-3 % of throughput).
+	// Runtime's looks, cycles and releases may cost, measured: 3 %,
+	// between the Go scavenger's 1 % and what .NET's DATAS reports for
+	// its 80 % smaller working sets (2-3 % of throughput).
 	DefaultBudget = 0.03
 	// DefaultReleaseDelay is how long every loop and Work must have had
 	// nothing to do before the Runtime returns memory to the OS: a tenth
@@ -45,11 +45,10 @@ type Option func(*config)
 
 // WithBudget sets the share of the program's CPU time that idle
 // collection may cost, between 0 (exclusive) and 1: what the Runtime's
-// cycles and releases are measured to cost (doc/policy.md) never exceeds
-// share times the CPU the program used, over any ten seconds of it,
-// counted as if it had used a second more before its first Runtime was
-// made.
-// Within it the Runtime takes all the memory it can; past it, it leaves
+// looks, cycles and releases are measured to cost (doc/policy.md) never
+// exceeds share times the CPU the program used, over any ten seconds of
+// it, counted as if it had used a second more before its first Runtime
+// was made. Within it the Runtime takes all the memory it can; past it, it leaves
 // the garbage to the runtime's pacer. Default DefaultBudget.
 func WithBudget(share float64) Option {
 	return func(c *config) {

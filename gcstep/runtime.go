@@ -185,7 +185,8 @@ type Stats struct {
 	DelayedWorkTime  time.Duration
 
 	// Earned is the budget earned from the program's CPU time, Charged
-	// what the cycles and releases were measured to cost (doc/policy.md),
+	// what the looks, cycles and releases were measured to cost (the
+	// looks: StepTime less CycleTime; doc/policy.md),
 	// within Earned and the second's budget the process's first Runtime
 	// starts with, but for the action that crossed it.
 	Earned  time.Duration
@@ -226,14 +227,28 @@ type Loop struct {
 	gapUntil atomic.Int64 // Lull says no before this: a cycle did not fit the loop's gaps (env.now, ns)
 	closed   atomic.Bool
 
-	mu   sync.Mutex // guards gaps and n
-	gaps [gapRing]time.Duration
-	n    int
+	mu   sync.Mutex // guards gaps
+	gaps ring       // the idle time it expects ahead is their median
 }
 
-// gapRing is how many recent gaps a loop keeps; their median, which one
-// odd gap does not move, is the idle time it expects ahead.
-const gapRing = 8
+// A ring keeps the last eight durations of a kind: their median is what
+// one odd one (a preempted look, a gap cut short) does not move.
+type ring struct {
+	d [8]time.Duration
+	n int
+}
+
+func (r *ring) add(d time.Duration) { r.d[r.n%len(r.d)] = d; r.n++ }
+
+// median is the ring's median; 0 if it is empty.
+func (r *ring) median() time.Duration {
+	g, n := r.d, min(r.n, len(r.d))
+	if n == 0 {
+		return 0
+	}
+	slices.Sort(g[:n])
+	return g[n/2]
+}
 
 // Step implements Stepper: the Runtime's step at this loop's idle moment.
 func (l *Loop) Step(budget time.Duration) bool { return l.c.step(l, budget) }
@@ -277,8 +292,7 @@ func (l *Loop) Waited(d time.Duration, work bool) {
 	l.lastWork.Store(int64(l.c.env.now()))
 	l.worked.Store(true)
 	l.mu.Lock()
-	l.gaps[l.n%gapRing] = d
-	l.n++
+	l.gaps.add(d)
 	l.mu.Unlock()
 }
 
@@ -314,13 +328,6 @@ func (l *Loop) Close() {
 // gap is the median of the loop's recent gaps; 0 if it has none yet.
 func (l *Loop) gap() time.Duration {
 	l.mu.Lock()
-	n := min(l.n, gapRing)
-	var g [gapRing]time.Duration
-	copy(g[:], l.gaps[:n])
-	l.mu.Unlock()
-	if n == 0 {
-		return 0
-	}
-	slices.Sort(g[:n])
-	return g[n/2]
+	defer l.mu.Unlock()
+	return l.gaps.median()
 }

@@ -248,6 +248,67 @@ func TestFirstCycleFree(t *testing.T) {
 	}
 }
 
+// TestLooksCharged: a look is charged the median of what the last
+// looks took, but for a cycle's wait, which the cycle is charged for: a
+// twin whose readings take no time is charged the same but for the
+// looks, and a look that took long (preempted) is charged as the others.
+func TestLooksCharged(t *testing.T) {
+	run := func(read time.Duration) Stats {
+		f := newFake(profiles[1])
+		e := f.env()
+		r, reads := e.read, 0
+		e.read = func(x *reading) {
+			reads++
+			f.now += read
+			if reads == 4 {
+				f.now += 100 * read // the fourth look is preempted
+			}
+			r(x)
+		}
+		rt := newRuntimeEnv(e)
+		defer rt.Close()
+		for range 4 {
+			rt.Step(ms) // nothing allocated: only a look
+		}
+		f.alloc(1 << 20)
+		f.cpu += time.Second
+		f.now += time.Second
+		rt.Step(ms) // a cycle: two readings
+		return rt.Stats()
+	}
+	free, dear := run(0), run(5*us)
+	mustEqual(t, "cycles of ours", dear.CyclesInline, free.CyclesInline)
+	mustEqual(t, "cycles of ours", dear.CyclesInline, uint64(1))
+	equal(t, "the looks' time", dear.StepTime-dear.CycleTime, 6*5*us+500*us)
+	equal(t, "the looks' charge", dear.Charged-free.Charged, 5*5*us)
+	equal(t, "the cycle's wait in the looks", free.StepTime, free.CycleTime)
+	check(t, free.Charged-free.Churn <= free.CycleCost, "looks that took no time: %v charged for a cycle that cost %v", free.Charged-free.Churn, free.CycleCost)
+}
+
+// TestIdleLooksReadNoCPU: a look that cannot act (too little garbage,
+// not quiet) reads no process CPU time (a system call); one that can
+// does, and the budget it earns is the same.
+func TestIdleLooksReadNoCPU(t *testing.T) {
+	f := newFake(profiles[1])
+	e := f.env()
+	cpu, reads := e.cpu, 0
+	e.cpu = func() time.Duration { reads++; return cpu() }
+	rt := newRuntimeEnv(e)
+	defer rt.Close()
+	reads = 0
+	for range 10 {
+		f.cpu += ms
+		f.now += ms
+		f.alloc(1 << 10)
+		rt.Step(ms)
+	}
+	equal(t, "CPU readings at looks that cannot act", reads, 0)
+	f.alloc(1 << 20)
+	rt.Step(0) // a cycle due, not run
+	check(t, reads > 0, "no CPU reading at a look that can act")
+	equal(t, "earned", rt.Stats().Earned, time.Duration(DefaultBudget*float64(10*ms)))
+}
+
 // TestCloseWaitsForRelease: Close returns only once a release in
 // progress has ended.
 func TestCloseWaitsForRelease(t *testing.T) {

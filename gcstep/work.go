@@ -42,9 +42,6 @@ type timer interface {
 	Stop() bool
 }
 
-// workBudget is the budget of the timer's look: any positive one will do.
-const workBudget = time.Millisecond
-
 // Work returns a new handle for code that tells when its work begins and
 // ends (see Work). Close it when no more work can come, or close the Runtime.
 func (rt *Runtime) Work() *Work {
@@ -148,7 +145,7 @@ func (w *Work) fire() {
 			w.t.Reset(left)
 			return
 		}
-		w.c.step(nil, workBudget)
+		w.c.step(nil, time.Millisecond) // a look that may act: any budget > 0
 		if d, ok := w.c.releaseDue(); ok && w.unpaused() == 0 {
 			w.t.Reset(max(d, lookEvery)) // the budget is still earning its price
 			return

@@ -49,7 +49,7 @@ func NewCollector(rt *gcstep.Runtime, namespace string) prometheus.Collector {
 		releases:      desc("releases_total", "Releases of memory to the operating system completed."),
 		releasedBytes: desc("released_bytes_total", "Bytes returned to the operating system by the releases."),
 		earned:        desc("budget_earned_seconds_total", "CPU budget earned as a share of the program's own CPU time."),
-		charged:       desc("budget_charged_seconds_total", "CPU budget spent: what the cycles and releases were measured to cost, with the page faults and scavenging they caused."),
+		charged:       desc("budget_charged_seconds_total", "CPU budget spent: what the looks, cycles and releases were measured to cost, with the page faults and scavenging they caused."),
 		cycleCost:     desc("cycle_cost_seconds", "Learned price of a GC cycle of the stepper's: the collector's CPU in it."),
 		pacerCost:     desc("pacer_cycle_cost_seconds", "Learned price of a GC cycle of the runtime's pacer: the collector's CPU in it, assists included."),
 		cycleWall:     desc("cycle_wall_seconds", "Learned time a GC cycle holds the caller."),
