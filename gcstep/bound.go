@@ -2,6 +2,7 @@ package gcstep
 
 import (
 	"runtime"
+	"slices"
 )
 
 // The bound under GOGC=off: see Runtime and doc/policy.md.
@@ -9,7 +10,13 @@ import (
 // unbounded reports whether the program has no heap goal of its own:
 // GOGC=off and no memory limit but the bound's. Called with mu held.
 func (c *core) unbounded() bool {
-	return c.r.gogc < 0 && (c.r.limit == noLimit || c.limit != 0 && c.r.limit == c.limit)
+	return c.r.gogc < 0 && (c.r.limit == noLimit || c.bounds(c.r.limit))
+}
+
+// bounds reports whether limit is one the bound set while it is on: the
+// last, or an earlier one a program that saved the limit put back.
+func (c *core) bounds(limit int64) bool {
+	return c.limit != 0 && slices.Contains(c.limits[:], limit)
 }
 
 // bound sets or moves the limit where the program is unbounded, and
@@ -17,21 +24,22 @@ func (c *core) unbounded() bool {
 // held, after a reading.
 func (c *core) bound() {
 	if c.closed.Load() || !c.unbounded() {
-		if c.limit != 0 && c.r.limit == c.limit && c.r.gogc >= 0 {
+		if c.bounds(c.r.limit) && c.r.gogc >= 0 {
 			c.unbound() // GOGC is the program's again
-		} else if c.limit != 0 && c.r.limit != c.limit {
+		} else if c.limit != 0 && !c.bounds(c.r.limit) {
 			c.limit = 0 // the program set its own limit: it stays
 		}
 		return
 	}
 	want := boundFor(&c.r)
-	if c.limit == 0 || want > c.limit+c.limit/8 || want < c.limit-c.limit/8 {
+	if c.limit == 0 || c.r.limit != c.limit || want > c.limit+c.limit/8 || want < c.limit-c.limit/8 {
 		if got := c.env.setMemoryLimit(want); got != c.r.limit {
 			c.env.setMemoryLimit(got) // the program set its own meanwhile
 			c.limit = 0
 			return
 		}
 		c.limit, c.r.limit = want, want
+		c.limits[c.stats.Bounds%uint64(len(c.limits))] = want
 		c.stats.Bounds++
 	}
 	if c.hook && !c.hooked {
@@ -46,7 +54,7 @@ func (c *core) unbound() {
 	if c.limit == 0 {
 		return
 	}
-	if got := c.env.setMemoryLimit(noLimit); got != c.limit {
+	if got := c.env.setMemoryLimit(noLimit); !c.bounds(got) {
 		c.env.setMemoryLimit(got) // the program's: it stays
 	}
 	c.limit = 0

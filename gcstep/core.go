@@ -39,11 +39,12 @@ type core struct {
 		at, gc        time.Duration // when it started, and env.gcCPU then
 		garbage, pile uint64
 	}
-	looks    ring  // what the last looks took, a cycle's wait aside
-	wall     ewma  // how long a cycle holds the loop that waits for it
-	relCost  ewma  // what a release costs
-	gogc     int   // the program's GOGC, as last read outside a kick
-	limit    int64 // the memory limit the bound set; 0: none
+	looks    ring     // what the last looks took, a cycle's wait aside
+	wall     ewma     // how long a cycle holds the loop that waits for it
+	relCost  ewma     // what a release costs
+	gogc     int      // the program's GOGC, as last read outside a kick
+	limit    int64    // the memory limit the bound set; 0: none
+	limits   [4]int64 // the last ones it set (bounds)
 	stats    Stats
 	prevSeen uint64 // allocs at the previous look, for callers that report nothing
 
@@ -278,7 +279,6 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 // bound, GOGC.
 func (c *core) learn(l *Loop, now time.Duration) {
 	r := &c.r
-	gc := r.gc
 	if r.cycles != c.seen {
 		c.earn(now) // the program's CPU before these cycles ended is not their pace's
 		n := r.cycles - c.seen
@@ -288,7 +288,7 @@ func (c *core) learn(l *Loop, now time.Duration) {
 		if mine == 0 && !c.bg.pending && !c.releasing {
 			// The runtime counts a cycle's CPU when it ends: what it
 			// counted since the last look is these cycles' own.
-			c.pacer.learn((gc-c.gcAt)/time.Duration(n), now)
+			c.pacer.learn((r.gc-c.gcAt)/time.Duration(n), now)
 		}
 		c.stats.CyclesOther += n - mine
 		c.sawCycles()
@@ -296,7 +296,7 @@ func (c *core) learn(l *Loop, now time.Duration) {
 	if c.bg.pending && r.cycles > c.bg.cycles {
 		c.bg.pending = false
 		if c.bg.cycles > 0 { // the process's first is neither charged nor priced (collect)
-			cost := gc - c.bg.gc
+			cost := r.gc - c.bg.gc
 			if w := c.env.lastEnd() - c.bg.at; w > 0 {
 				c.wall.learn(w, now)
 			}
@@ -304,7 +304,7 @@ func (c *core) learn(l *Loop, now time.Duration) {
 			c.pay(charge(cost, c.pacer.v, c.bg.garbage, c.bg.pile))
 		}
 	}
-	c.gcAt = gc
+	c.gcAt = r.gc
 	if l != nil && !l.observed.Load() && r.allocs != c.prevSeen {
 		l.lastWork.Store(int64(now)) // a caller that reports nothing: allocation is its activity
 	}
@@ -443,12 +443,6 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 	c.bg.pending, c.bg.cycles, c.bg.at, c.bg.gc = true, c.r.cycles, t0, g0
 	c.bg.garbage, c.bg.pile = s.Garbage, s.Pile
 	return true
-}
-
-// wallAt is wall.at(now), from the atomics.
-func (c *core) wallAt(now time.Duration) time.Duration {
-	e := ewma{v: time.Duration(c.wallV.Load()), n: 1, last: time.Duration(c.wallT.Load())}
-	return e.at(now) // 0 while none is learned
 }
 
 func (c *core) pay(d time.Duration) {

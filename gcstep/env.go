@@ -207,11 +207,8 @@ func (k *kicker) collect(wait time.Duration) (started, ended bool) {
 	k.buf = make([]byte, kickSize)
 	k.buf = nil
 	restoreGOGC(prev)
-	for time.Since(start) < wait {
+	for time.Since(start) < wait && k.m.cycles() == before {
 		time.Sleep(markPoll)
-		if k.m.cycles() != before {
-			return true, true
-		}
 	}
 	return true, k.m.cycles() != before
 }

@@ -268,12 +268,11 @@ func (l *Loop) Lull() bool {
 	if l.closed.Load() || int64(now) < max(l.c.nextLook.Load(), l.gapUntil.Load()) {
 		return false
 	}
-	// A cycle that would not fit the loop's gap is not run (see decide):
-	// no look, and no zero-timeout poll for it, in a burst's lulls. The
-	// answer holds for lookEvery, as a look's does, so that a burst's
-	// dispatches do not each take the scheduler's lock (GOMAXPROCS) and
-	// sort the gaps to hear it again.
-	if w := l.c.wallAt(now); w > 0 && l.c.env.procs() > 1 {
+	// A cycle that would not fit the loop's gap is not run (decide): no
+	// look, and no zero-timeout poll, in a burst's lulls, for lookEvery,
+	// so that each dispatch does not ask GOMAXPROCS and the gaps again.
+	wall := ewma{v: time.Duration(l.c.wallV.Load()), n: 1, last: time.Duration(l.c.wallT.Load())}
+	if w := wall.at(now); w > 0 && l.c.env.procs() > 1 { // 0 while none is learned
 		if g := l.gap(); g > 0 && w > g {
 			l.gapUntil.Store(int64(now + lookEvery))
 			return false

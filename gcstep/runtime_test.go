@@ -383,6 +383,29 @@ func TestBoundYieldsToTheProgram(t *testing.T) {
 	equal(t, "limit after the last Close", f3.limit, int64(noLimit))
 }
 
+// TestBoundRestoredByTheProgram: a program that saved the memory limit
+// while it was the bound's and restored it after the bound moved put
+// back a value of the bound's, not one of its own: the bound moves it
+// again, and takes it back at Close.
+func TestBoundRestoredByTheProgram(t *testing.T) {
+	f := newFake(profiles[2])
+	f.gogc = -1
+	e := f.env()
+	rt := newRuntimeEnv(e)
+	rt.Step(0)
+	saved := e.setMemoryLimit(-1) // the program reads the limit: the bound's
+	f.live = 64 << 20
+	rt.Step(0)
+	moved := f.limit
+	check(t, moved != saved, "the bound did not move with a live heap of 64 MiB")
+	e.setMemoryLimit(saved) // and restores what it read
+	rt.Step(0)
+	equal(t, "the bound after the program put back an older one", f.limit, moved)
+	e.setMemoryLimit(saved)
+	rt.Close()
+	equal(t, "the limit after Close", f.limit, int64(noLimit))
+}
+
 // TestGOGCRepaired: a program that saved GOGC during a kick (reading the
 // kick's 1 %) and restored it gets its own value back at the next look.
 func TestGOGCRepaired(t *testing.T) {
