@@ -185,10 +185,11 @@ type Stats struct {
 	DelayedWorkTime  time.Duration
 
 	// Earned is the budget earned from the program's CPU time, Charged
-	// what the looks, cycles and releases were measured to cost (the
-	// looks: StepTime less CycleTime; doc/policy.md),
-	// within Earned and the second's budget the process's first Runtime
-	// starts with, but for the action that crossed it.
+	// what the looks (each the median of the last eight's time outside
+	// their cycles), cycles and releases were measured to cost
+	// (doc/policy.md), within Earned and the second's budget the
+	// process's first Runtime starts with, but for the action that
+	// crossed it.
 	Earned  time.Duration
 	Charged time.Duration
 	// Churn is the part of Charged for the runtime's scavenging after
