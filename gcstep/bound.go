@@ -16,7 +16,7 @@ func (c *core) unbounded() bool {
 // bounds reports whether limit is one the bound set while it is on: the
 // last, or an earlier one a program that saved the limit put back.
 func (c *core) bounds(limit int64) bool {
-	return c.limit != 0 && slices.Contains(c.limits[:], limit)
+	return c.limit != 0 && limit != 0 && slices.Contains(c.limits[:], limit)
 }
 
 // bound sets or moves the limit where the program is unbounded, and

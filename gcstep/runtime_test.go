@@ -381,6 +381,16 @@ func TestBoundYieldsToTheProgram(t *testing.T) {
 	rt3.Step(0)
 	rt3.Close()
 	equal(t, "limit after the last Close", f3.limit, int64(noLimit))
+
+	f4 := newFake(profiles[2])
+	f4.gogc = -1
+	rt4 := newRuntimeEnv(f4.env())
+	rt4.Step(0)
+	f4.limit = 0 // the program's own, however extreme
+	rt4.Step(0)
+	equal(t, "the program's limit of 0", f4.limit, int64(0))
+	rt4.Close()
+	equal(t, "the program's limit of 0 after Close", f4.limit, int64(0))
 }
 
 // TestBoundRestoredByTheProgram: a program that saved the memory limit
