@@ -81,7 +81,7 @@ func realEnv() env {
 		},
 		now:            func() time.Duration { return time.Since(origin) },
 		read:           m.read,
-		cpu:            func() time.Duration { d, _ := processCPU(); return d },
+		cpu:            processCPU,
 		collect:        k.collect,
 		release:        releaseMemory,
 		spawn:          func(f func()) { go f() },
