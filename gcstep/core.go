@@ -530,14 +530,15 @@ const pageSize = 4 << 10
 
 // quiet reports whether every loop and Work has been quiet for the quiet
 // period at now, and since when the process has been quiet (the latest
-// end of work, ns). Called with mu held.
+// end of work, ns; -1 while a Work has work in flight). Called with mu
+// held.
 func (c *core) quiet(now time.Duration) (from int64, quiet bool) {
 	for _, l := range c.loops {
 		from = max(from, l.lastWork.Load())
 	}
 	for _, w := range c.works {
 		if w.unpaused() > 0 {
-			return 0, false
+			return -1, false
 		}
 		from = max(from, w.end.Load())
 	}
@@ -555,13 +556,10 @@ func (c *core) releaseDue() (time.Duration, bool) {
 		return lookEvery, true // a step runs: ask again in a moment
 	}
 	defer c.mu.Unlock()
-	if c.releasing || c.anyInFlight() {
-		return 0, false // the End that leaves nothing in flight arms its own timer
-	}
 	now := c.env.now()
 	from, _ := c.quiet(now)
-	if from == c.releasedFor {
-		return 0, false
+	if c.releasing || from < 0 || from == c.releasedFor {
+		return 0, false // with work in flight, the End that leaves none arms its own timer
 	}
 	d := time.Duration(from) + c.cfg.releaseDelay - now
 	if short := c.relCost.v - c.tokens; short > 0 {
@@ -569,13 +567,4 @@ func (c *core) releaseDue() (time.Duration, bool) {
 		d = max(d, time.Duration(float64(short)/c.cfg.budget)+time.Microsecond)
 	}
 	return max(d, 0), true
-}
-
-func (c *core) anyInFlight() bool {
-	for _, w := range c.works {
-		if w.unpaused() > 0 {
-			return true
-		}
-	}
-	return false
 }
