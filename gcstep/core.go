@@ -25,7 +25,6 @@ type core struct {
 	seen   uint64        // the cycle count at the last look
 	ours   uint64        // cycles of ours not yet seen complete
 	cpuAt  time.Duration // the process's CPU time when tokens were last earned
-	earnAt time.Duration // and the time
 	tokens time.Duration // the budget left
 	since  time.Duration // tokens earned since the last cycle ended: the pace of cycles (decide)
 	cost   ewma          // what a cycle of ours costs: the collector's CPU in it, or its wait (see collect)
@@ -41,7 +40,7 @@ type core struct {
 	}
 	looks    ring     // what the last looks took, a cycle's wait aside
 	wall     ewma     // how long a cycle holds the loop that waits for it
-	relCost  ewma     // what a release costs
+	relCost  ewma     // what a release costs, its faults back aside
 	gogc     int      // the program's GOGC, as last read outside a kick
 	limit    int64    // the memory limit the bound set; 0: none
 	limits   [4]int64 // the last ones it set (bounds)
@@ -126,7 +125,7 @@ func newCore(e env, cfg config, hook, start bool) *core {
 	c.base, c.seen, c.releasedAt, c.prevSeen = c.r.allocs, c.r.cycles, c.r.allocs, c.r.allocs
 	c.gogc = c.r.gogc
 	c.scavAt, c.heapAt = c.r.scavenged, c.r.heap
-	c.cpuAt, c.earnAt = c.env.cpu(), c.env.now()
+	c.cpuAt = c.env.cpu()
 	c.gcAt = c.r.gc
 	// The tokens start with a second of the program's CPU's budget: the
 	// first cycles run cold, dearer than later ones, and a start that
@@ -230,8 +229,10 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 
 	s := c.snapshot(l, start, budget)
 	act, out := decide(s)
-	if s.quiet && out == OutcomeNone {
-		c.releasedFor = c.quietFrom // nothing to release this stretch: no more wakes for it
+	if s.quiet && (out == OutcomeNone || out == OutcomeBudget) {
+		// Nothing to release this stretch, or nothing to pay for it with
+		// while the program is quiet: no more wakes for it.
+		c.releasedFor = c.quietFrom
 	}
 	switch out {
 	case OutcomeBudget:
@@ -280,7 +281,7 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 func (c *core) learn(l *Loop, now time.Duration) {
 	r := &c.r
 	if r.cycles != c.seen {
-		c.earn(now) // the program's CPU before these cycles ended is not their pace's
+		c.earn() // the program's CPU before these cycles ended is not their pace's
 		n := r.cycles - c.seen
 		mine := min(n, c.ours)
 		c.ours -= mine
@@ -319,19 +320,13 @@ func (c *core) sawCycles() {
 	c.seen, c.base, c.since, c.stats.LiveAfterCycle = c.r.cycles, c.r.allocs, 0, c.r.live
 }
 
-// earn brings the budget up to now. Called with mu held.
-func (c *core) earn(now time.Duration) {
+// earn brings the budget up to now: tokens at the budget's share of the
+// program's CPU time since the last earning, and never more than
+// budgetWindow's. Called with mu held.
+func (c *core) earn() {
 	cpu := c.env.cpu()
-	// Tokens come from the program's CPU time, and while the process is
-	// quiet from wall time as if it used one CPU: that pays for returning
-	// the memory once a stretch, as the scavenger would return it slowly
-	// at its own 1 % of a CPU, however little the burst before it took.
-	spent := cpu - c.cpuAt
-	if from, quiet := c.quiet(now); quiet && c.cfg.releaseDelay > 0 {
-		spent = max(spent, now-max(c.earnAt, time.Duration(from)))
-	}
-	earned := time.Duration(c.cfg.budget * float64(spent))
-	c.cpuAt, c.earnAt = cpu, now
+	earned := time.Duration(c.cfg.budget * float64(cpu-c.cpuAt))
+	c.cpuAt = cpu
 	c.stats.Earned += earned
 	c.since += earned
 	c.tokens = min(c.tokens+earned, time.Duration(c.cfg.budget*float64(budgetWindow)))
@@ -355,8 +350,9 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 	s := snapshot{
 		Decision: Decision{At: now, Budget: max(budget, 0), Garbage: r.allocs - c.base, Live: r.live,
 			Wall: c.wall.at(now), Cost: c.cost.v, Pacer: c.pacer.v},
-		marking: c.bg.pending, release: c.relCost.v, minGarbage: c.cfg.minGarbage, procs: c.env.procs(),
+		marking: c.bg.pending, minGarbage: c.cfg.minGarbage, procs: c.env.procs(),
 	}
+	fault, ret := c.env.pagePrices()
 	if !c.unbounded() && r.goal > r.live {
 		s.Pile = r.goal - r.live
 	}
@@ -367,14 +363,23 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 	inUse := r.heap - r.free
 	keep, back := inUse+inUse/10, min(r.heap, r.goal+r.goal/10)
 	if back > keep {
-		fault, ret := c.env.pagePrices()
 		s.Churn = time.Duration((back-keep)/pageSize) * (fault + ret)
 	}
 	if l != nil {
 		s.Gap = l.gap()
 	}
 	if c.cfg.releaseDelay > 0 {
-		s.reserve = c.relCost.v
+		// A release returns the pages beyond the live heap, and a burst
+		// like the last faults back those up to the pacer's goal. Cycles
+		// keep that price in reserve once the process has had a release:
+		// a stream that never pauses needs none.
+		s.release = c.relCost.v
+		if back := min(r.heap, r.goal); back > r.live {
+			s.release += time.Duration((back-r.live)/pageSize) * fault
+		}
+		if c.stats.Releases > 0 {
+			s.reserve = s.release
+		}
 		if from, quiet := c.quiet(now); quiet && !c.releasing && from != c.releasedFor {
 			s.quiet = true
 			s.armed = r.allocs - c.releasedAt
@@ -382,7 +387,7 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 		}
 	}
 	if s.quiet || s.Garbage >= s.minGarbage {
-		c.earn(now) // a look that cannot act needs no budget, nor a system call
+		c.earn() // a look that cannot act needs no budget, nor a system call
 	}
 	s.Tokens, s.Since = c.tokens, c.since
 	return s
@@ -490,8 +495,7 @@ func (c *core) release() {
 // churn charges what returning pages the Runtime made go costs
 // (doc/policy.md): the scavenger's CPU after a cycle of ours, and the
 // faults that bring back what it or a release of ours returned, at the
-// measured price a page. A release's faults are part of its price
-// (relCost), so the next release is priced with them. Called with mu held.
+// measured price a page. Called with mu held.
 func (c *core) churn() {
 	r := &c.r
 	var d time.Duration
@@ -512,11 +516,7 @@ func (c *core) churn() {
 		c.relBytes -= rel
 		c.scavBytes -= scav
 		price, _ := c.env.pagePrices()
-		d += time.Duration(scav/pageSize) * price
-		if f := time.Duration(rel/pageSize) * price; f > 0 {
-			d += f
-			c.relCost.add(f)
-		}
+		d += time.Duration((scav+rel)/pageSize) * price
 	}
 	c.scavAt, c.heapAt = r.scavenged, r.heap
 	if d > 0 {
@@ -546,8 +546,8 @@ func (c *core) quiet(now time.Duration) (from int64, quiet bool) {
 }
 
 // releaseDue is Loop.NextStep: how long until a release falls due: the
-// end of the quiet period, or later if the budget must earn its price
-// first (at the budget's share of the quiet's wall time).
+// end of the quiet period. The look then says whether the tokens pay
+// for it; a quiet process earns none, so it is the stretch's only one.
 func (c *core) releaseDue() (time.Duration, bool) {
 	if c.cfg.releaseDelay == 0 || c.closed.Load() {
 		return 0, false
@@ -561,10 +561,5 @@ func (c *core) releaseDue() (time.Duration, bool) {
 	if c.releasing || from < 0 || from == c.releasedFor {
 		return 0, false // with work in flight, the End that leaves none arms its own timer
 	}
-	d := time.Duration(from) + c.cfg.releaseDelay - now
-	if short := c.relCost.v - c.tokens; short > 0 {
-		// A microsecond over: earnings round down to the nanosecond.
-		d = max(d, time.Duration(float64(short)/c.cfg.budget)+time.Microsecond)
-	}
-	return max(d, 0), true
+	return max(time.Duration(from)+c.cfg.releaseDelay-now, 0), true
 }

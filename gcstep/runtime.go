@@ -136,7 +136,7 @@ func (rt *Runtime) Stats() Stats {
 	c := rt.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.earn(c.env.now())
+	c.earn()
 	s := c.stats
 	s.CycleCost, s.CycleWall, s.PacerCycleCost, s.ReleaseCost = c.cost.v, c.wall.v, c.pacer.v, c.relCost.v
 	return s

@@ -247,7 +247,9 @@ func TestStreamReleasesMemoryWhileWaiting(t *testing.T) {
 		{"waits for its own events", false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, gcstep.WithReleaseDelay(10*time.Millisecond))
+			// A budget that pays for any release: the test is about
+			// whether the stream's wait counts as quiet.
+			f := newFixture(t, gcstep.WithReleaseDelay(10*time.Millisecond), gcstep.WithBudget(1))
 			stop := make(chan struct{})
 			f.serve(t, handlers{chat: func(ss grpc.ServerStream) error {
 				m := new(wrapperspb.StringValue)

@@ -281,7 +281,10 @@ func TestGapEmptiedAfterABurst(t *testing.T) {
 	// A quiet period long enough that no pause of the sequential client
 	// inside the burst, on a loaded machine, counts as a quiet stretch:
 	// then the burst's tail would re-arm a second release.
-	s := serve(t, allocating(1<<20), gcstep.WithReleaseDelay(100*time.Millisecond))
+	// A budget that pays for any release: the test is about when one
+	// comes, and a 20 MiB burst's faults back cost more than the default
+	// budget's start where a fault costs 10 µs.
+	s := serve(t, allocating(1<<20), gcstep.WithReleaseDelay(100*time.Millisecond), gcstep.WithBudget(1))
 	c := client(t)
 	for range 20 {
 		code, _ := get(t, c, s.url)
