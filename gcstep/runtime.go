@@ -193,11 +193,12 @@ type Stats struct {
 	Earned  time.Duration
 	Charged time.Duration
 	// Churn is the part of Charged for the runtime's scavenging after
-	// cycles of ours, and for faulting those pages back in.
+	// cycles of ours, and for faulting back those pages and a release's.
 	Churn time.Duration
 
 	// The prices as learned so far (doc/policy.md): a cycle of ours, how
-	// long it holds the loop, a cycle of the pacer's, and a release.
+	// long it holds the loop, a cycle of the pacer's, and a release (its
+	// own: its faults back are priced from the heap and charged as Churn).
 	CycleCost      time.Duration
 	CycleWall      time.Duration
 	PacerCycleCost time.Duration
