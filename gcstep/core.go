@@ -374,8 +374,8 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 		// keep that price in reserve once the process has had a release:
 		// a stream that never pauses needs none.
 		s.release = c.relCost.v
-		if back := min(r.heap, r.goal); back > r.live {
-			s.release += time.Duration((back-r.live)/pageSize) * fault
+		if top := min(r.heap, r.goal); top > r.live {
+			s.release += time.Duration((top-r.live)/pageSize) * fault
 		}
 		if c.stats.Releases > 0 {
 			s.reserve = s.release

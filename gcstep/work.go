@@ -147,7 +147,7 @@ func (w *Work) fire() {
 		}
 		w.c.step(nil, time.Millisecond) // a look that may act: any budget > 0
 		if d, ok := w.c.releaseDue(); ok && w.unpaused() == 0 {
-			w.t.Reset(max(d, lookEvery)) // another goroutine held the look: again
+			w.t.Reset(max(d, lookEvery)) // a loop worked meanwhile, or another goroutine held the look: again
 			return
 		}
 	}
