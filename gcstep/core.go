@@ -127,7 +127,7 @@ func newCore(e env, cfg config, hook, start bool) *core {
 	c.scavAt, c.heapAt = c.r.scavenged, c.r.heap
 	c.cpuAt = c.env.cpu()
 	c.gcAt = c.r.gc
-	// The tokens start with a second of the program's CPU's budget: the
+	// The tokens start with startTokens of the program's CPU's budget: the
 	// first cycles run cold, dearer than later ones, and a start that
 	// must first earn them lets the heap grow toward the pacer's before
 	// they come, and keeps it there (doc/policy.md). Once a process: a

@@ -106,7 +106,8 @@ const budgetWindow = 10 * time.Second
 
 // startTokens is the stretch of the program's CPU time whose budget the
 // process's first Runtime starts with: the first cycles run cold (they
-// cost 1.5-2.5 times what later ones do) and come before the program has
-// earned them; a second's budget pays for several, and is a tenth of
-// what the Runtime may hold.
-const startTokens = time.Second
+// cost 1.5-2.5 times what later ones do, 350-650 µs) and come before the
+// program has earned them. At the default budget a fifth of a second's
+// is 6 ms: about ten cold cycles, and no release where faults are dear
+// (a release must be earned, as the budget says).
+const startTokens = 200 * time.Millisecond

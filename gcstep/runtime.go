@@ -309,8 +309,10 @@ func (l *Loop) Stepped(d time.Duration, work bool) {
 }
 
 // NextStep implements Deferred: how long until the process will have
-// been quiet for the quiet period, if the program allocated enough since
-// the last release to make another, and false if no release is to come.
+// been quiet for the quiet period, when a step looks at the quiet
+// stretch (it releases if the program allocated enough since the last
+// release and the budget pays for it), and false if no look is to come:
+// work in flight, a release running, or this stretch looked at already.
 func (l *Loop) NextStep() (time.Duration, bool) {
 	if l.closed.Load() {
 		return 0, false

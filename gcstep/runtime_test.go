@@ -704,6 +704,6 @@ func TestDeclinedReleaseWaitsForTheProgram(t *testing.T) {
 	ft.fire()
 	f.run()
 	equal(t, "releases after ten seconds more of quiet", rt.Stats().Releases, uint64(1))
-	burst(2 * time.Second) // 60 ms of budget
+	burst(3 * time.Second) // 90 ms of budget: the price, and the first release's debt
 	equal(t, "releases after a burst that earned the price", rt.Stats().Releases, uint64(2))
 }
