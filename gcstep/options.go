@@ -47,9 +47,10 @@ type Option func(*config)
 // collection may cost, between 0 (exclusive) and 1: what the Runtime's
 // looks, cycles and releases are measured to cost (doc/policy.md) never
 // exceeds share times the CPU the program used, over any ten seconds of
-// it, counted as if it had used a second more before its first Runtime
-// was made. Within it the Runtime takes all the memory it can; past it, it leaves
-// the garbage to the runtime's pacer. Default DefaultBudget.
+// it, counted as if it had used a fifth of a second more before its
+// first Runtime was made. Within it the Runtime takes all the memory it
+// can; past it, it leaves the garbage to the runtime's pacer. Default
+// DefaultBudget.
 func WithBudget(share float64) Option {
 	return func(c *config) {
 		if !(share > 0 && share <= 1) {

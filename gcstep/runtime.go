@@ -187,7 +187,7 @@ type Stats struct {
 	// Earned is the budget earned from the program's CPU time, Charged
 	// what the looks (each the median of the last eight's time outside
 	// their cycles), cycles and releases were measured to cost
-	// (doc/policy.md), within Earned and the second's budget the
+	// (doc/policy.md), within Earned and the fifth of a second's budget the
 	// process's first Runtime starts with, but for the action that
 	// crossed it.
 	Earned  time.Duration
