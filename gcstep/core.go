@@ -53,14 +53,14 @@ type core struct {
 	releasedFor int64  // the quiet stretch the last release was for (its start, ns)
 	// scavAt and heapAt are the scavenger's CPU and the heap's resident
 	// pages (reading.heap) at the last look; oursLast is whether the
-	// last cycle seen to end was ours; relBytes and scavBytes the bytes
-	// returned because of us and not yet faulted back, by a release of
-	// ours and by the scavenger after a cycle of ours; see churn.
-	scavAt              time.Duration
-	heapAt              uint64
-	oursLast            bool
-	relBytes, scavBytes uint64
-	quietFrom           int64 // the start of the quiet stretch the last snapshot found
+	// last cycle seen to end was ours; returned the bytes returned
+	// because of us, by a release of ours or by the scavenger after a
+	// cycle of ours, and not yet faulted back; see churn.
+	scavAt    time.Duration
+	heapAt    uint64
+	oursLast  bool
+	returned  uint64
+	quietFrom int64 // the start of the quiet stretch the last snapshot found
 
 	nextLook atomic.Int64 // Lull says no before this (env.now, ns)
 	// wallV and wallT are wall's price and when it was learned, for Lull,
@@ -473,8 +473,7 @@ func (c *core) release() {
 		c.ours += 2 // releaseMemory's two cycles are ours
 		c.env.read(&c.r)
 		if c.r.heap < c.heapAt {
-			c.relBytes = c.heapAt - c.r.heap // a new release: the last one's pages are its
-			c.scavBytes = 0
+			c.returned = c.heapAt - c.r.heap // a new release: the pages out are its
 		}
 		c.scavAt, c.heapAt = c.r.scavenged, c.r.heap
 		c.learn(nil, t1)
@@ -506,17 +505,14 @@ func (c *core) churn() {
 	if c.oursLast {
 		d = r.scavenged - c.scavAt
 		if r.heap < c.heapAt {
-			c.scavBytes += c.heapAt - r.heap
+			c.returned += c.heapAt - r.heap
 		}
 	}
 	if r.heap > c.heapAt {
-		back := r.heap - c.heapAt
-		rel := min(back, c.relBytes)
-		scav := min(back-rel, c.scavBytes)
-		c.relBytes -= rel
-		c.scavBytes -= scav
+		back := min(r.heap-c.heapAt, c.returned)
+		c.returned -= back
 		price, _ := c.env.pagePrices()
-		d += time.Duration((scav+rel)/pageSize) * price
+		d += time.Duration(back/pageSize) * price
 	}
 	c.scavAt, c.heapAt = r.scavenged, r.heap
 	if d > 0 {
