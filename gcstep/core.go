@@ -352,10 +352,25 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 			Wall: c.wall.at(now), Cost: c.cost.v, Pacer: c.pacer.v},
 		marking: c.bg.pending, minGarbage: c.cfg.minGarbage, procs: c.env.procs(),
 	}
-	fault, ret := c.env.pagePrices()
 	if !c.unbounded() && r.goal > r.live {
 		s.Pile = r.goal - r.live
 	}
+	if l != nil {
+		s.Gap = l.gap()
+	}
+	if c.cfg.releaseDelay > 0 {
+		if from, quiet := c.quiet(now); quiet && !c.releasing && from != c.releasedFor {
+			s.quiet = true
+			s.armed = r.allocs - c.releasedAt
+			c.quietFrom = from
+		}
+	}
+	if !s.quiet && s.Garbage < s.minGarbage {
+		return s // a look that cannot act needs no prices, no budget, nor a system call
+	}
+	c.earn()
+	s.Tokens, s.Since = c.tokens, c.since
+	fault, ret := c.env.pagePrices()
 	// After a cycle the scavenger keeps the heap's pages to a tenth
 	// above those in use (see churn): the pages beyond that go, and
 	// those the heap grows back into before the pacer's goal come back
@@ -364,9 +379,6 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 	keep, back := inUse+inUse/10, min(r.heap, r.goal+r.goal/10)
 	if back > keep {
 		s.Churn = time.Duration((back-keep)/pageSize) * (fault + ret)
-	}
-	if l != nil {
-		s.Gap = l.gap()
 	}
 	if c.cfg.releaseDelay > 0 {
 		// A release returns the pages beyond the live heap, and a burst
@@ -380,16 +392,7 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 		if c.stats.Releases > 0 {
 			s.reserve = s.release
 		}
-		if from, quiet := c.quiet(now); quiet && !c.releasing && from != c.releasedFor {
-			s.quiet = true
-			s.armed = r.allocs - c.releasedAt
-			c.quietFrom = from
-		}
 	}
-	if s.quiet || s.Garbage >= s.minGarbage {
-		c.earn() // a look that cannot act needs no budget, nor a system call
-	}
-	s.Tokens, s.Since = c.tokens, c.since
 	return s
 }
 
@@ -509,10 +512,11 @@ func (c *core) churn() {
 		}
 	}
 	if r.heap > c.heapAt {
-		back := min(r.heap-c.heapAt, c.returned)
-		c.returned -= back
-		price, _ := c.env.pagePrices()
-		d += time.Duration(back/pageSize) * price
+		if back := min(r.heap-c.heapAt, c.returned); back > 0 {
+			c.returned -= back
+			price, _ := c.env.pagePrices()
+			d += time.Duration(back/pageSize) * price
+		}
 	}
 	c.scavAt, c.heapAt = r.scavenged, r.heap
 	if d > 0 {

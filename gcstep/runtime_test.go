@@ -286,13 +286,16 @@ func TestLooksCharged(t *testing.T) {
 }
 
 // TestIdleLooksReadNoCPU: a look that cannot act (too little garbage,
-// not quiet) reads no process CPU time (a system call); one that can
-// does, and the budget it earns is the same.
+// not quiet) reads no process CPU time (a system call) and measures no
+// page prices (a probe of its own); one that can does both, and the
+// budget it earns is the same.
 func TestIdleLooksReadNoCPU(t *testing.T) {
 	f := newFake(profiles[1])
 	e := f.env()
 	cpu, reads := e.cpu, 0
 	e.cpu = func() time.Duration { reads++; return cpu() }
+	prices, probes := e.pagePrices, 0
+	e.pagePrices = func() (time.Duration, time.Duration) { probes++; return prices() }
 	rt := newRuntimeEnv(e)
 	defer rt.Close()
 	reads = 0
@@ -303,9 +306,11 @@ func TestIdleLooksReadNoCPU(t *testing.T) {
 		rt.Step(ms)
 	}
 	equal(t, "CPU readings at looks that cannot act", reads, 0)
+	equal(t, "page prices asked at looks that cannot act", probes, 0)
 	f.alloc(1 << 20)
 	rt.Step(0) // a cycle due, not run
 	check(t, reads > 0, "no CPU reading at a look that can act")
+	check(t, probes > 0, "no page prices at a look that can act")
 	equal(t, "earned", rt.Stats().Earned, time.Duration(DefaultBudget*float64(10*ms)))
 }
 
