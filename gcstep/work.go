@@ -33,6 +33,10 @@ type Work struct {
 	c       *core
 	t       timer
 	pending sync.WaitGroup // 1 while armed: Close waits for it
+	// arm is held to arm the timer and to close: an arming either comes
+	// before Close's Stop and Wait, or sees the handle closed (the
+	// WaitGroup's Add from zero must not race its Wait).
+	arm sync.Mutex
 }
 
 // timer is what a Work needs of a time.Timer made by time.AfterFunc; the
@@ -127,6 +131,12 @@ func (w *Work) fell() {
 	}
 	w.end.Store(int64(w.c.env.now()))
 	if w.c.cfg.releaseDelay > 0 && w.armed.CompareAndSwap(false, true) {
+		w.arm.Lock()
+		defer w.arm.Unlock()
+		if w.closed.Load() {
+			w.armed.Store(false)
+			return
+		}
 		w.pending.Add(1)
 		w.t.Reset(w.c.cfg.releaseDelay)
 	}
@@ -169,10 +179,14 @@ func (w *Work) disarm() {
 // waiting for the timer's function if it runs. Begin and End after Close
 // only count. Close is idempotent.
 func (w *Work) Close() {
+	w.arm.Lock()
 	if w.closed.Swap(true) {
+		w.arm.Unlock()
 		return
 	}
-	if w.t.Stop() {
+	stopped := w.t.Stop()
+	w.arm.Unlock()
+	if stopped {
 		w.disarm()
 	}
 	w.pending.Wait()
