@@ -88,6 +88,33 @@ func TestWorkReleasesOncePerQuietStretch(t *testing.T) {
 	}
 }
 
+// TestWorkClosedWhileArming: a Close that comes while an End arms the
+// timer (after the End found the handle open) leaves no timer armed: the
+// arming sees the handle closed. Its WaitGroup's Add must not race
+// Close's Wait.
+func TestWorkClosedWhileArming(t *testing.T) {
+	f := newFake(profiles[2])
+	e := f.env()
+	var w *Work
+	closing := false
+	now := e.now
+	e.now = func() time.Duration {
+		if closing { // the End's arming reads the clock after its check of closed
+			closing = false
+			w.Close()
+		}
+		return now()
+	}
+	rt := newRuntimeEnv(e)
+	defer rt.Close()
+	w, ft := fakeWork(rt)
+	w.Begin()
+	closing = true
+	w.End()
+	mustEqual(t, "Close ran during the End", closing, false)
+	equal(t, "timer armed after Close", ft.armed, false)
+}
+
 // TestWorkPausedIsQuiet: work that waits for its peer does not keep the
 // process from being quiet.
 func TestWorkPausedIsQuiet(t *testing.T) {
