@@ -115,6 +115,44 @@ func TestWorkClosedWhileArming(t *testing.T) {
 	equal(t, "timer armed after Close", ft.armed, false)
 }
 
+// TestWorkClosedWhileFiring: a Close that comes while the timer's
+// function runs, early in the quiet period, returns once the function
+// has, not when the timer would fire again: the function does not re-arm
+// a closed handle.
+func TestWorkClosedWhileFiring(t *testing.T) {
+	f := newFake(profiles[2])
+	e := f.env()
+	var w *Work
+	firing, closed := false, make(chan struct{})
+	now := e.now
+	e.now = func() time.Duration {
+		if firing { // the function reads the clock for what is left of the quiet period
+			firing = false
+			go func() { w.Close(); close(closed) }()
+			for !w.closed.Load() {
+				runtime.Gosched()
+			}
+		}
+		return now()
+	}
+	rt := newRuntimeEnv(e)
+	defer rt.Close()
+	w, ft := fakeWork(rt)
+	w.Begin()
+	w.End()
+	f.now += DefaultReleaseDelay / 2
+	firing = true
+	ft.fire()
+	mustEqual(t, "Close ran during the function", firing, false)
+	equal(t, "timer armed after Close", ft.armed, false)
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		ft.fire() // let Close return
+		t.Fatal("Close waits for a timer re-armed after it")
+	}
+}
+
 // TestWorkPausedIsQuiet: work that waits for its peer does not keep the
 // process from being quiet.
 func TestWorkPausedIsQuiet(t *testing.T) {

@@ -33,9 +33,10 @@ type Work struct {
 	c       *core
 	t       timer
 	pending sync.WaitGroup // 1 while armed: Close waits for it
-	// arm is held to arm the timer and to close: an arming either comes
-	// before Close's Stop and Wait, or sees the handle closed (the
-	// WaitGroup's Add from zero must not race its Wait).
+	// arm is held to arm or re-arm the timer and to close: an arming
+	// either comes before Close's Stop and Wait, or sees the handle closed
+	// and arms nothing (the WaitGroup's Add from zero must not race its
+	// Wait, nor Close wait for a timer set after it).
 	arm sync.Mutex
 }
 
@@ -152,13 +153,15 @@ func (w *Work) fire() {
 	if w.unpaused() == 0 {
 		left := time.Duration(w.end.Load()) + w.c.cfg.releaseDelay - w.c.env.now()
 		if left > 0 {
-			w.t.Reset(left)
-			return
-		}
-		w.c.step(nil, time.Millisecond) // a look that may act: any budget > 0
-		if d, ok := w.c.releaseDue(); ok && w.unpaused() == 0 {
-			w.t.Reset(max(d, lookEvery)) // a loop worked meanwhile, or another goroutine held the look: again
-			return
+			if w.rearm(left) {
+				return
+			}
+		} else {
+			w.c.step(nil, time.Millisecond) // a look that may act: any budget > 0
+			// A loop worked meanwhile, or another goroutine held the look: again.
+			if d, ok := w.c.releaseDue(); ok && w.unpaused() == 0 && w.rearm(max(d, lookEvery)) {
+				return
+			}
 		}
 	}
 	w.disarm()
@@ -167,6 +170,18 @@ func (w *Work) fire() {
 	if w.unpaused() == 0 && time.Duration(w.end.Load()) > w.c.env.now()-w.c.cfg.releaseDelay {
 		w.fell()
 	}
+}
+
+// rearm sets the armed timer, from its own function, to fire again
+// after d, unless the handle closed meanwhile; it reports whether it did.
+func (w *Work) rearm(d time.Duration) bool {
+	w.arm.Lock()
+	defer w.arm.Unlock()
+	if w.closed.Load() {
+		return false
+	}
+	w.t.Reset(d)
+	return true
 }
 
 func (w *Work) disarm() {
