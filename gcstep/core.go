@@ -45,7 +45,7 @@ type core struct {
 	limit    int64    // the memory limit the bound set; 0: none
 	limits   [4]int64 // the last ones it set (bounds)
 	stats    Stats
-	prevSeen uint64 // allocs at the previous look, for callers that report nothing
+	prevSeen uint64 // allocs at the previous look: callers that report nothing; garbage after a cycle (learn)
 
 	held        bool // the last step waited for a cycle's mark: the loop's delay is the cycle's
 	releasing   bool
@@ -292,7 +292,14 @@ func (c *core) learn(l *Loop, now time.Duration) {
 			c.pacer.learn((r.gc-c.gcAt)/time.Duration(n), now)
 		}
 		c.stats.CyclesOther += n - mine
-		c.sawCycles()
+		// The garbage since they ended, after the last look: what the
+		// heap holds beyond the live heap (and what is not swept yet),
+		// at most what was allocated since that look.
+		var after uint64
+		if r.objects > r.live {
+			after = min(r.objects-r.live, r.allocs-c.prevSeen)
+		}
+		c.sawCycles(after)
 	}
 	if c.bg.pending && r.cycles > c.bg.cycles {
 		c.bg.pending = false
@@ -315,9 +322,10 @@ func (c *core) learn(l *Loop, now time.Duration) {
 	c.bound()
 }
 
-// sawCycles starts the books at the cycles the reading saw end: garbage, pace.
-func (c *core) sawCycles() {
-	c.seen, c.base, c.since, c.stats.LiveAfterCycle = c.r.cycles, c.r.allocs, 0, c.r.live
+// sawCycles starts the books at the cycles the reading saw end, after
+// bytes ago: garbage, pace.
+func (c *core) sawCycles(after uint64) {
+	c.seen, c.base, c.since, c.stats.LiveAfterCycle = c.r.cycles, c.r.allocs-after, 0, c.r.live
 }
 
 // earn brings the budget up to now: tokens at the budget's share of the
@@ -433,7 +441,7 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 		if c.r.cycles != c.seen {
 			c.ours--
 			c.oursLast = true
-			c.sawCycles()
+			c.sawCycles(0)
 		}
 		// A held loop's wait if longer: its wakes cost the process more
 		// than the collector's CPU (doc/policy.md; its work's delay comes

@@ -379,6 +379,35 @@ func TestIdleLooksReadNoCPU(t *testing.T) {
 	equal(t, "earned", rt.Stats().Earned, time.Duration(DefaultBudget*float64(10*ms)))
 }
 
+// TestGarbageSinceUnseenCycle: a cycle of the pacer's that ended between
+// two looks (a Work's looks are a burst apart) starts the garbage at its
+// end, not at the look that saw it; what the heap holds beyond the live
+// heap counts no more than was allocated since the last look (garbage
+// not yet swept).
+func TestGarbageSinceUnseenCycle(t *testing.T) {
+	for _, unswept := range []uint64{0, 64 << 20} {
+		f := newFake(profiles[6])
+		e := f.env()
+		read := e.read
+		e.read = func(r *reading) { read(r); r.objects += unswept }
+		var got []Decision
+		rt := newRuntimeEnv(e, WithDecisions(func(d Decision) { got = append(got, d) }))
+		rt.Step(0)
+		looked := f.allocs
+		for n := f.pacer; f.pacer == n; {
+			f.alloc(64 << 10) // the pacer collects between the looks
+		}
+		f.alloc(1 << 20)
+		f.now += ms
+		f.cpu += ms
+		rt.Step(0)
+		rt.Close()
+		mustEqual(t, fmt.Sprintf("unswept %d: decisions", unswept), len(got), 1)
+		want := min(f.allocs-f.base+unswept, f.allocs-looked)
+		equal(t, fmt.Sprintf("unswept %d: garbage", unswept), got[0].Garbage, want)
+	}
+}
+
 // TestCloseWaitsForRelease: Close returns only once a release in
 // progress has ended.
 func TestCloseWaitsForRelease(t *testing.T) {
