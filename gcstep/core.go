@@ -1,6 +1,7 @@
 package gcstep
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -246,7 +247,7 @@ func (c *core) step(l *Loop, budget time.Duration) bool {
 			out = OutcomeSweep
 		}
 	case doRelease:
-		c.release()
+		c.release(s)
 	}
 	if len(c.dec) > 0 && out != OutcomeNone {
 		d := s.Decision
@@ -389,11 +390,17 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 		s.Churn = time.Duration((back-keep)/pageSize) * (fault + ret)
 	}
 	if c.cfg.releaseDelay > 0 {
-		// A release returns the pages beyond the live heap, and a burst
-		// like the last faults back those up to the pacer's goal. Cycles
-		// keep that price in reserve once the process has had a release:
-		// a stream that never pauses needs none.
-		s.release = c.relCost.v
+		// A release is two cycles, priced at the pacer's until one was
+		// measured (ours before the pacer's was seen), and charged as a
+		// cycle is; it returns the pages beyond the live heap, and a
+		// burst like the last faults back those up to the pacer's goal.
+		// Cycles keep that price in reserve once the process has had a
+		// release: a stream that never pauses needs none.
+		cost := c.relCost.v
+		if c.relCost.n == 0 {
+			cost = 2 * cmp.Or(c.pacer.v, c.cost.v)
+		}
+		s.release = releaseCharge(cost, s)
 		if top := min(r.heap, r.goal); top > r.live {
 			s.release += time.Duration((top-r.live)/pageSize) * fault
 		}
@@ -461,6 +468,13 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 	return true
 }
 
+// releaseCharge is charge for a release that costs cost, two cycles,
+// at the look s: before a pacer's cycle was seen it is taken to cost
+// one of the release's.
+func releaseCharge(cost time.Duration, s snapshot) time.Duration {
+	return charge(cost, cmp.Or(s.Pacer, cost/2), s.Garbage, s.Pile)
+}
+
 func (c *core) pay(d time.Duration) {
 	c.tokens -= d
 	c.stats.Charged += d
@@ -468,8 +482,9 @@ func (c *core) pay(d time.Duration) {
 	c.wallT.Store(int64(c.wall.last))
 }
 
-// release starts the release of a quiet stretch on a goroutine of its own.
-func (c *core) release() {
+// release starts the release of a quiet stretch on a goroutine of its
+// own, decided at s.
+func (c *core) release(s snapshot) {
 	from, _ := c.quiet(c.env.now())
 	c.releasing, c.releasedFor = true, from
 	before := c.r.released
@@ -493,7 +508,7 @@ func (c *core) release() {
 		// which counts what open streams do meanwhile.
 		cost := max(g1-g0, t1-t0)
 		c.relCost.learn(cost, t1)
-		c.pay(cost)
+		c.pay(releaseCharge(cost, s))
 		c.stats.Releases++
 		if c.r.released > before {
 			c.stats.ReleasedBytes += c.r.released - before

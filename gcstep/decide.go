@@ -15,7 +15,7 @@ type snapshot struct {
 	armed      uint64        // bytes allocated since the last release
 	marking    bool          // a cycle of ours is still marking
 	procs      int           // GOMAXPROCS: with one P nothing runs beside the loop
-	release    time.Duration // what a release costs the process, measured
+	release    time.Duration // what a release would be charged, and its faults back
 	reserve    time.Duration // what cycles leave of tokens for the next release: its price, if releases are on
 	minGarbage uint64
 }
@@ -31,7 +31,7 @@ const (
 
 // decide is the policy: one action for one snapshot, and why. It is
 // pure. The budget says how much: an action runs only while the tokens
-// pay for its measured price (a cycle's less what it saves the pacer:
+// pay for its measured price (its cost less what it saves the pacer:
 // charge; and the pages it would make go and come back: churn), cycles
 // leaving a release's price in reserve; and how often: a cycle waits
 // until the budget earned its charge and churn since the last cycle

@@ -108,9 +108,5 @@ const budgetWindow = 10 * time.Second
 // startTokens is the stretch of the program's CPU time whose budget the
 // process's first Runtime starts with: the first cycles run cold (they
 // cost 1.5-2.5 times what later ones do, 350-650 µs) and come before the
-// program has earned them. At the default budget a fifth of a second's
-// is 6 ms: about ten cold cycles. A release must be earned, as the
-// budget says, but the first: its own price unmeasured, it is priced at
-// its faults alone, and where they are cheap it may spend these tokens
-// and leave a debt that the bursts after it pay.
+// program has earned them. At the default budget, 6 ms: ten cold cycles.
 const startTokens = 200 * time.Millisecond

@@ -303,6 +303,53 @@ func TestReleaseIsPricedWithItsFaults(t *testing.T) {
 	check(t, s.ReleaseCost < faults/4, "a release's own price %v with its faults (%v) in it", s.ReleaseCost, faults)
 }
 
+// TestReleasePricedAsCycles: a release is two cycles. Before one was
+// measured it is priced at two of the pacer's, so where those are dear a
+// short burst does not pay for the first; and, as a cycle is, a release
+// is charged what it costs less what its collection saves the pacer: the
+// garbage it collects over the pile the pacer lets grow, of one of the
+// pacer's cycles.
+func TestReleasePricedAsCycles(t *testing.T) {
+	for _, pacer := range []time.Duration{250 * us, 20 * ms} {
+		p := profiles[1] // no noise
+		p.pacerCPU = pacer
+		f := newFake(p)
+		rt := newRuntimeEnv(f.env())
+		w, ft := fakeWork(rt)
+		var pile, garbage uint64
+		burst := func(cpu time.Duration) (charged time.Duration) {
+			w.Begin()
+			f.cpu += cpu
+			for n := f.pacer; f.pacer == n; {
+				f.alloc(64 << 10) // one of the pacer's cycles
+			}
+			pile = f.goal() - f.live
+			f.alloc(1 << 20)
+			garbage = f.allocs - f.base
+			f.now += 10 * ms
+			w.End()
+			f.now += DefaultReleaseDelay
+			before := rt.Stats().Charged
+			ft.fire()
+			f.run()
+			return rt.Stats().Charged - before
+		}
+		// 36 ms of tokens: the faults back of 4 MiB less the live heap at
+		// 10 µs a page, 9.6 ms, and two of the pacer's cycles at 20 ms less
+		// a quarter of one do not fit.
+		charged := burst(time.Second)
+		if pacer == 20*ms {
+			equal(t, "releases where the pacer's cycles cost 20 ms", rt.Stats().Releases, uint64(0))
+			charged = burst(3 * time.Second) // another 90 ms
+		}
+		mustEqual(t, fmt.Sprintf("pacer %v: releases", pacer), rt.Stats().Releases, uint64(1))
+		saved := time.Duration(float64(pacer) * float64(garbage) / float64(pile))
+		equal(t, fmt.Sprintf("pacer %v: the release's charge", pacer), charged, max(p.release-saved, 0))
+		w.Close()
+		rt.Close()
+	}
+}
+
 // TestPacerPriceIsLearned: where the pacer's cycles cost three times
 // ours (its assists, its larger heap), the Runtime measures that price
 // and credits it, and the budget buys more cycles than where both cost
