@@ -52,11 +52,10 @@ type core struct {
 	releasing   bool
 	releasedAt  uint64 // allocs when the last release ended
 	releasedFor int64  // the quiet stretch the last release was for (its start, ns)
-	// scavAt and heapAt are the scavenger's CPU and the heap's resident
-	// pages (reading.heap) at the last look; oursLast is whether the
-	// last cycle seen to end was ours; returned the bytes returned
-	// because of us, by a release of ours or by the scavenger after a
-	// cycle of ours, and not yet faulted back; see churn.
+	// For churn: the scavenger's CPU and the heap's resident pages at the
+	// last look, whether the last cycle seen to end was ours, and the
+	// bytes returned because of us (a release, or the scavenger after
+	// our cycle) and not yet faulted back.
 	scavAt    time.Duration
 	heapAt    uint64
 	oursLast  bool
@@ -75,8 +74,8 @@ type core struct {
 	onClose func() // with procMu held, when the last Runtime leaves
 }
 
-// ewma is an exponentially weighted average of a price, 0 until first
-// learned, each new measurement weighing a quarter (doc/policy.md).
+// ewma is a price, 0 until first learned, each new measurement weighing
+// a quarter (doc/policy.md).
 type ewma struct {
 	v    time.Duration
 	n    int
@@ -103,18 +102,15 @@ func (e *ewma) add(d time.Duration) {
 }
 
 func (e *ewma) learn(x time.Duration, now time.Duration) {
-	e.n++
-	e.last = now
+	e.n, e.last = e.n+1, now
 	if e.v == 0 {
 		e.v = x
-		return
 	}
 	e.v += (x - e.v) / 4
 }
 
-// lookEvery is how long Lull says no after a look, which costs a few
-// microseconds (BenchmarkStep): a busy loop spends well under 1 % of a
-// CPU on looks.
+// lookEvery is how long Lull says no after a look (a few microseconds,
+// BenchmarkStep): a busy loop spends well under 1 % of a CPU on looks.
 const lookEvery = time.Millisecond
 
 // newCore makes a core over e; with hook, the bound moves after every
@@ -124,15 +120,10 @@ func newCore(e env, cfg config, hook, start bool) *core {
 	c := &core{env: e, cfg: cfg, hook: hook}
 	c.env.read(&c.r)
 	c.base, c.seen, c.releasedAt, c.prevSeen = c.r.allocs, c.r.cycles, c.r.allocs, c.r.allocs
-	c.gogc = c.r.gogc
-	c.scavAt, c.heapAt = c.r.scavenged, c.r.heap
+	c.gogc, c.scavAt, c.heapAt, c.gcAt = c.r.gogc, c.r.scavenged, c.r.heap, c.r.gc
 	c.cpuAt = c.env.cpu()
-	c.gcAt = c.r.gc
-	// The tokens start with startTokens of the program's CPU's budget: the
-	// first cycles run cold, dearer than later ones, and a start that
-	// must first earn them lets the heap grow toward the pacer's before
-	// they come, and keeps it there (doc/policy.md). Once a process: a
-	// Runtime made after the last one closed starts with none.
+	// The start's tokens (startTokens), once a process: a Runtime made
+	// after the last one closed starts with none.
 	if start {
 		c.tokens = time.Duration(c.cfg.budget * float64(startTokens))
 	}
@@ -142,7 +133,6 @@ func newCore(e env, cfg config, hook, start bool) *core {
 	return c
 }
 
-// join opens a Runtime on c.
 func (c *core) join(cfg config) *Runtime {
 	rt := &Runtime{c: c, self: c.newLoop()}
 	c.mu.Lock()
@@ -305,19 +295,17 @@ func (c *core) learn(l *Loop, now time.Duration) {
 	if c.bg.pending && r.cycles > c.bg.cycles {
 		c.bg.pending = false
 		if c.bg.cycles > 0 { // the process's first is neither charged nor priced (collect)
-			cost := r.gc - c.bg.gc
 			if w := c.env.lastEnd() - c.bg.at; w > 0 {
 				c.wall.learn(w, now)
 			}
-			c.cost.learn(cost, now)
-			c.pay(charge(cost, c.pacer.v, c.bg.garbage, c.bg.pile))
+			c.cost.learn(r.gc-c.bg.gc, now)
+			c.pay(charge(r.gc-c.bg.gc, c.pacer.v, c.bg.garbage, c.bg.pile))
 		}
 	}
-	c.gcAt = r.gc
 	if l != nil && !l.observed.Load() && r.allocs != c.prevSeen {
 		l.lastWork.Store(int64(now)) // a caller that reports nothing: allocation is its activity
 	}
-	c.prevSeen = r.allocs
+	c.gcAt, c.prevSeen = r.gc, r.allocs
 	c.churn()
 	c.repair()
 	c.bound()
@@ -548,13 +536,11 @@ func (c *core) churn() {
 	}
 }
 
-// pageSize is the page the OS faults back in.
-const pageSize = 4 << 10
+const pageSize = 4 << 10 // the page the OS faults back in
 
 // quiet reports whether every loop and Work has been quiet for the quiet
-// period at now, and since when the process has been quiet (the latest
-// end of work, ns; -1 while a Work has work in flight). Called with mu
-// held.
+// period at now, and since when (the latest end of work, ns; -1 while a
+// Work has work in flight). Called with mu held.
 func (c *core) quiet(now time.Duration) (from int64, quiet bool) {
 	for _, l := range c.loops {
 		from = max(from, l.lastWork.Load())
@@ -568,9 +554,9 @@ func (c *core) quiet(now time.Duration) (from int64, quiet bool) {
 	return from, int64(now)-from >= int64(c.cfg.releaseDelay)
 }
 
-// releaseDue is Loop.NextStep: how long until a release falls due: the
-// end of the quiet period. The look then says whether the tokens pay
-// for it; a quiet process earns none, so it is the stretch's only one.
+// releaseDue is Loop.NextStep: how long until the quiet period ends. The
+// look then says whether the tokens pay for a release; a quiet process
+// earns none, so it is the stretch's only one.
 func (c *core) releaseDue() (time.Duration, bool) {
 	if c.cfg.releaseDelay == 0 || c.closed.Load() {
 		return 0, false

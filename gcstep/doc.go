@@ -23,19 +23,14 @@
 //		n := 0
 //		if rt.Lull() { // a step could do something now
 //			n = poll(fds, 0) // zero timeout: never blocks
-//			for n == 0 {
+//			for more := true; n == 0 && more; {
 //				start := time.Now()
-//				more := rt.Step(time.Millisecond)
+//				more = rt.Step(time.Millisecond)
 //				n = poll(fds, 0)
 //				rt.Stepped(time.Since(start), n > 0)
-//				if !more {
-//					break
-//				}
 //			}
 //		}
-//		if n == 0 {
-//			// Block, but no longer than until memory falls due to be
-//			// returned to the OS.
+//		if n == 0 { // block, until memory falls due to go back to the OS at most
 //			timeout := time.Duration(-1)
 //			if d, ok := rt.NextStep(); ok {
 //				timeout = d

@@ -36,32 +36,24 @@ type reading struct {
 type env struct {
 	now  func() time.Duration // monotonic time since an arbitrary origin
 	read func(*reading)
-	// cpu is the CPU time the whole process has used so far.
-	cpu func() time.Duration
+	cpu  func() time.Duration // the CPU time the whole process has used so far
 	// collect starts a cycle and, with wait > 0, sleeps until the last
 	// cycle's sweep and then its mark phase end, or wait has passed. It
-	// reports whether a cycle started and whether its mark phase ended
-	// before it returned.
+	// reports whether a cycle started and whether its mark phase ended.
 	collect func(wait time.Duration) (started, ended bool)
-	// gcCPU is the collector's CPU time so far, as the runtime counts
-	// it (/cpu/classes/gc/total: its workers, assists, and pauses times
-	// GOMAXPROCS); it includes a cycle once the cycle has ended.
-	gcCPU func() time.Duration
-	// lastEnd is when the last completed cycle's mark phase ended, on
-	// now's clock.
-	lastEnd func() time.Duration
-	// release collects and returns the free memory to the OS.
-	release func()
-	// spawn runs f on a goroutine of its own.
-	spawn func(f func())
-	// procs is GOMAXPROCS.
-	procs func() int
+	// gcCPU is the collector's CPU time so far (/cpu/classes/gc/total:
+	// its workers, assists, and pauses times GOMAXPROCS), counting a
+	// cycle once it has ended.
+	gcCPU   func() time.Duration
+	lastEnd func() time.Duration // when the last cycle's mark ended, on now's clock
+	release func()               // collect, and return the free memory to the OS
+	spawn   func(f func())       // run f on a goroutine of its own
+	procs   func() int           // GOMAXPROCS
 	// pagePrices is what returning one page to the OS and faulting it
 	// back cost the process, measured once.
-	pagePrices func() (fault, ret time.Duration)
-	// setGCPercent and setMemoryLimit are runtime/debug's.
-	setGCPercent   func(int) int
-	setMemoryLimit func(int64) int64
+	pagePrices     func() (fault, ret time.Duration)
+	setGCPercent   func(int) int     // runtime/debug's
+	setMemoryLimit func(int64) int64 // runtime/debug's
 }
 
 func realEnv() env {
@@ -148,7 +140,6 @@ func (m *metricsReader) read(r *reading) {
 	r.scavenged, r.gc = sec(13), sec(14)
 }
 
-// cycles reads the count of completed cycles alone.
 func (m *metricsReader) cycles() uint64 {
 	metrics.Read(m.s[1:2])
 	return m.s[1].Value.Uint64()
@@ -213,8 +204,7 @@ func (k *kicker) collect(wait time.Duration) (started, ended bool) {
 	return true, k.m.cycles() != before
 }
 
-// restoreGOGC puts back prev after the kick; a value the program set
-// inside the moment stays.
+// restoreGOGC puts back prev after the kick, unless the program set one.
 func restoreGOGC(prev int) {
 	if got := debug.SetGCPercent(prev); got != kickGOGC {
 		debug.SetGCPercent(got)

@@ -163,11 +163,9 @@ func (rt *Runtime) NextStep() (time.Duration, bool) { return rt.self.NextStep() 
 // Stats counts what the process's Runtimes did, since the first of them
 // was made.
 type Stats struct {
-	Steps        uint64 // calls to Step, including those that did nothing
-	CyclesInline uint64 // cycles started at an idle moment, the loop waiting for the mark
-	// CyclesOutlasted counts those still marking when the step returned
-	// (its budget spent): they were charged once they ended.
-	CyclesOutlasted uint64
+	Steps           uint64 // calls to Step, including those that did nothing
+	CyclesInline    uint64 // cycles started at an idle moment, the loop waiting for the mark
+	CyclesOutlasted uint64 // of those, still marking when the step returned: charged once they ended
 	CyclesOther     uint64 // cycles the Runtime did not run: the pacer's, the bound's, the program's
 	DeclinedBudget  uint64 // looks at which a cycle or release would have cost more than the budget had left, or a cycle more than it earned since the last
 	DeclinedGap     uint64 // looks at which a cycle would have outlasted the loop's expected gap
@@ -178,37 +176,24 @@ type Stats struct {
 	StepTime  time.Duration // wall time inside Step
 	CycleTime time.Duration // of which in inline cycles
 
-	// StepsDelayedWork counts steps after which the loop found work
-	// waiting, and DelayedWorkTime their total time: a bound on how
-	// long that work waited.
-	StepsDelayedWork uint64
-	DelayedWorkTime  time.Duration
+	StepsDelayedWork uint64        // steps after which the loop found work waiting
+	DelayedWorkTime  time.Duration // their total time: a bound on how long that work waited
 
 	// Earned is the budget earned from the program's CPU time, Charged
-	// what the looks (each the median of the last eight's time outside
-	// their cycles), cycles and releases were measured to cost
-	// (doc/policy.md), within Earned and the fifth of a second's budget the
-	// process's first Runtime starts with, but for the action that
-	// crossed it.
-	Earned  time.Duration
-	Charged time.Duration
-	// Churn is the part of Charged for the runtime's scavenging after
-	// cycles of ours, and for faulting back those pages and a release's.
-	Churn time.Duration
+	// what looks, cycles and releases were measured to cost
+	// (doc/policy.md): within Earned and the start's tokens, but for the
+	// action that crossed them. Churn is the part of Charged for the
+	// scavenging after cycles of ours and the faults back of what it and
+	// releases returned.
+	Earned, Charged, Churn time.Duration
 
 	// The prices as learned so far (doc/policy.md): a cycle of ours, how
 	// long it holds the loop, a cycle of the pacer's, and a release (its
 	// own: its faults back are priced from the heap and charged as Churn).
-	CycleCost      time.Duration
-	CycleWall      time.Duration
-	PacerCycleCost time.Duration
-	ReleaseCost    time.Duration
+	CycleCost, CycleWall, PacerCycleCost, ReleaseCost time.Duration
 
-	// Bounds counts the times GOGC=off's bound set or moved the memory
-	// limit (see Runtime).
-	Bounds uint64
-	// LiveAfterCycle is the live heap the last cycle found.
-	LiveAfterCycle uint64
+	Bounds         uint64 // times GOGC=off's bound set or moved the memory limit (see Runtime)
+	LiveAfterCycle uint64 // the live heap the last cycle found
 	// GOGCRepaired counts the times the program put back the 1 % that
 	// a call of its to debug.SetGCPercent read during a kick, and the
 	// Runtime restored the program's value.

@@ -33,10 +33,8 @@ type Work struct {
 	c       *core
 	t       timer
 	pending sync.WaitGroup // 1 while armed: Close waits for it
-	// arm is held to arm or re-arm the timer and to close: an arming
-	// either comes before Close's Stop and Wait, or sees the handle closed
-	// and arms nothing (the WaitGroup's Add from zero must not race its
-	// Wait, nor Close wait for a timer set after it).
+	// arm is held to arm the timer and to close: an arming comes before
+	// Close's Stop and Wait, or sees the handle closed and arms nothing.
 	arm sync.Mutex
 }
 
