@@ -378,17 +378,17 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 		s.Churn = time.Duration((back-keep)/pageSize) * (fault + ret)
 	}
 	if c.cfg.releaseDelay > 0 {
-		// A release is two cycles, priced at the pacer's until one was
-		// measured (ours before the pacer's was seen), and charged as a
-		// cycle is; it returns the pages beyond the live heap, and a
-		// burst like the last faults back those up to the pacer's goal.
+		// A release is a cycle, priced at the pacer's until one was
+		// measured (ours before the pacer's was seen), and charged as
+		// one; it returns the pages beyond the live heap, and a burst
+		// like the last faults back those up to the pacer's goal.
 		// Cycles keep that price in reserve once the process has had a
 		// release: a stream that never pauses needs none.
 		cost := c.relCost.v
 		if c.relCost.n == 0 {
-			cost = 2 * cmp.Or(c.pacer.v, c.cost.v)
+			cost = cmp.Or(c.pacer.v, c.cost.v)
 		}
-		s.release = releaseCharge(cost, s)
+		s.release = charge(cost, s.Pacer, s.Garbage, s.Pile)
 		if top := min(r.heap, r.goal); top > r.live {
 			s.release += time.Duration((top-r.live)/pageSize) * fault
 		}
@@ -456,13 +456,6 @@ func (c *core) collect(wait time.Duration, s snapshot) bool {
 	return true
 }
 
-// releaseCharge is charge for a release that costs cost, two cycles,
-// at the look s: before a pacer's cycle was seen it is taken to cost
-// one of the release's.
-func releaseCharge(cost time.Duration, s snapshot) time.Duration {
-	return charge(cost, cmp.Or(s.Pacer, cost/2), s.Garbage, s.Pile)
-}
-
 func (c *core) pay(d time.Duration) {
 	c.tokens -= d
 	c.stats.Charged += d
@@ -471,7 +464,10 @@ func (c *core) pay(d time.Duration) {
 }
 
 // release starts the release of a quiet stretch on a goroutine of its
-// own, decided at s.
+// own, decided at s: one cycle (debug.FreeOSMemory), so that what
+// sync.Pool holds survives in its victim cache for the next burst; a
+// second cycle, which frees it, returned a tenth more of a server's
+// memory and cost its next burst more than its faults (doc/policy.md).
 func (c *core) release(s snapshot) {
 	from, _ := c.quiet(c.env.now())
 	c.releasing, c.releasedFor = true, from
@@ -484,19 +480,19 @@ func (c *core) release(s snapshot) {
 		t1, g1 := c.env.now(), c.env.gcCPU()
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		c.ours += 2 // releaseMemory's two cycles are ours
+		c.ours++ // its cycle is ours
 		c.env.read(&c.r)
 		if c.r.heap < c.heapAt {
 			c.returned = c.heapAt - c.r.heap // a new release: the pages out are its
 		}
 		c.scavAt, c.heapAt = c.r.scavenged, c.r.heap
 		c.learn(nil, t1)
-		// The collector's CPU in its two cycles, or the wall time if
+		// The collector's CPU in its cycle, or the wall time if
 		// longer (it scavenges on its goroutine); not the process's CPU,
 		// which counts what open streams do meanwhile.
 		cost := max(g1-g0, t1-t0)
 		c.relCost.learn(cost, t1)
-		c.pay(releaseCharge(cost, s))
+		c.pay(charge(cost, s.Pacer, s.Garbage, s.Pile))
 		c.stats.Releases++
 		if c.r.released > before {
 			c.stats.ReleasedBytes += c.r.released - before

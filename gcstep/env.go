@@ -75,7 +75,7 @@ func realEnv() env {
 		read:           m.read,
 		cpu:            processCPU,
 		collect:        k.collect,
-		release:        releaseMemory,
+		release:        debug.FreeOSMemory, // one cycle: see core.release
 		spawn:          func(f func()) { go f() },
 		procs:          func() int { return runtime.GOMAXPROCS(0) },
 		pagePrices:     pagePrices,
@@ -86,14 +86,6 @@ func realEnv() env {
 
 // pagePrices is measurePages's, once a process.
 var pagePrices = sync.OnceValues(measurePages)
-
-// releaseMemory collects twice and returns the free memory to the OS:
-// what sync.Pool holds (net/http's buffered readers and writers) survives
-// one cycle in the pool's victim cache, and only the second frees it.
-func releaseMemory() {
-	runtime.GC()
-	debug.FreeOSMemory()
-}
 
 // metricsReader reads the samples of a reading into a slice it keeps, so
 // a read allocates nothing. Not safe for concurrent use.

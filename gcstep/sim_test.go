@@ -303,14 +303,18 @@ func TestReleaseIsPricedWithItsFaults(t *testing.T) {
 	check(t, s.ReleaseCost < faults/4, "a release's own price %v with its faults (%v) in it", s.ReleaseCost, faults)
 }
 
-// TestReleasePricedAsCycles: a release is two cycles. Before one was
-// measured it is priced at two of the pacer's, so where those are dear a
+// TestReleasePricedAsACycle: a release is a cycle. Before one was
+// measured it is priced at one of the pacer's, so where those are dear a
 // short burst does not pay for the first; and, as a cycle is, a release
 // is charged what it costs less what its collection saves the pacer: the
 // garbage it collects over the pile the pacer lets grow, of one of the
 // pacer's cycles.
-func TestReleasePricedAsCycles(t *testing.T) {
-	for _, pacer := range []time.Duration{250 * us, 20 * ms} {
+func TestReleasePricedAsACycle(t *testing.T) {
+	// 36 ms of tokens after the first burst: the faults back of 4 MiB less
+	// the live heap at 10 µs a page, 9.6 ms, and a cycle of the pacer's
+	// less a quarter of it fit at 30 ms (two such cycles would not), not
+	// at 40.
+	for _, pacer := range []time.Duration{250 * us, 30 * ms, 40 * ms} {
 		p := profiles[1] // no noise
 		p.pacerCPU = pacer
 		f := newFake(p)
@@ -334,12 +338,9 @@ func TestReleasePricedAsCycles(t *testing.T) {
 			f.run()
 			return rt.Stats().Charged - before
 		}
-		// 36 ms of tokens: the faults back of 4 MiB less the live heap at
-		// 10 µs a page, 9.6 ms, and two of the pacer's cycles at 20 ms less
-		// a quarter of one do not fit.
 		charged := burst(time.Second)
-		if pacer == 20*ms {
-			equal(t, "releases where the pacer's cycles cost 20 ms", rt.Stats().Releases, uint64(0))
+		if pacer == 40*ms {
+			equal(t, "releases where the pacer's cycles cost 40 ms", rt.Stats().Releases, uint64(0))
 			charged = burst(3 * time.Second) // another 90 ms
 		}
 		mustEqual(t, fmt.Sprintf("pacer %v: releases", pacer), rt.Stats().Releases, uint64(1))
