@@ -88,6 +88,22 @@ func TestWorkReleasesOncePerQuietStretch(t *testing.T) {
 	}
 }
 
+// atNextClock makes e's clock run the function given to the returned
+// arm, once, at its next reading: the tests put a Close between a check
+// of the handle and what follows it.
+func atNextClock(e *env) (arm func(f func())) {
+	var hook func()
+	now := e.now
+	e.now = func() time.Duration {
+		if h := hook; h != nil {
+			hook = nil
+			h()
+		}
+		return now()
+	}
+	return func(f func()) { hook = f }
+}
+
 // TestWorkClosedWhileArming: a Close that comes while an End arms the
 // timer (after the End found the handle open) leaves no timer armed: the
 // arming sees the handle closed. Its WaitGroup's Add must not race
@@ -95,23 +111,15 @@ func TestWorkReleasesOncePerQuietStretch(t *testing.T) {
 func TestWorkClosedWhileArming(t *testing.T) {
 	f := newFake(profiles[2])
 	e := f.env()
-	var w *Work
-	closing := false
-	now := e.now
-	e.now = func() time.Duration {
-		if closing { // the End's arming reads the clock after its check of closed
-			closing = false
-			w.Close()
-		}
-		return now()
-	}
+	arm := atNextClock(&e)
 	rt := newRuntimeEnv(e)
 	defer rt.Close()
 	w, ft := fakeWork(rt)
 	w.Begin()
-	closing = true
+	ran := false
+	arm(func() { ran = true; w.Close() }) // the End's arming reads the clock after its check of closed
 	w.End()
-	mustEqual(t, "Close ran during the End", closing, false)
+	mustEqual(t, "Close ran during the End", ran, true)
 	equal(t, "timer armed after Close", ft.armed, false)
 }
 
@@ -122,28 +130,23 @@ func TestWorkClosedWhileArming(t *testing.T) {
 func TestWorkClosedWhileFiring(t *testing.T) {
 	f := newFake(profiles[2])
 	e := f.env()
-	var w *Work
-	firing, closed := false, make(chan struct{})
-	now := e.now
-	e.now = func() time.Duration {
-		if firing { // the function reads the clock for what is left of the quiet period
-			firing = false
-			go func() { w.Close(); close(closed) }()
-			for !w.closed.Load() {
-				runtime.Gosched()
-			}
-		}
-		return now()
-	}
+	arm := atNextClock(&e)
 	rt := newRuntimeEnv(e)
 	defer rt.Close()
 	w, ft := fakeWork(rt)
 	w.Begin()
 	w.End()
 	f.now += DefaultReleaseDelay / 2
-	firing = true
+	ran, closed := false, make(chan struct{})
+	arm(func() { // the function reads the clock for what is left of the quiet period
+		ran = true
+		go func() { w.Close(); close(closed) }()
+		for !w.closed.Load() {
+			runtime.Gosched()
+		}
+	})
 	ft.fire()
-	mustEqual(t, "Close ran during the function", firing, false)
+	mustEqual(t, "Close ran during the function", ran, true)
 	equal(t, "timer armed after Close", ft.armed, false)
 	select {
 	case <-closed:
