@@ -30,7 +30,7 @@
 //				rt.Stepped(time.Since(start), n > 0)
 //			}
 //		}
-//		if n == 0 { // block, until memory falls due to go back to the OS at most
+//		if n == 0 { // block, at most until memory falls due to go back to the OS
 //			timeout := time.Duration(-1)
 //			if d, ok := rt.NextStep(); ok {
 //				timeout = d
