@@ -50,6 +50,7 @@ type core struct {
 
 	held        bool // the last step waited for a cycle's mark: the loop's delay is the cycle's
 	releasing   bool
+	refill      bool   // a release ended and no cycle of the pacer's since: the heap grows back into the pages it returned
 	releasedAt  uint64 // allocs when the last release ended
 	releasedFor int64  // the quiet stretch the last release was for (its start, ns)
 	// For churn: the scavenger's CPU and the heap's resident pages at the
@@ -283,6 +284,7 @@ func (c *core) learn(l *Loop, now time.Duration) {
 			c.pacer.learn((r.gc-c.gcAt)/time.Duration(n), now)
 		}
 		c.stats.CyclesOther += n - mine
+		c.refill = c.refill && mine == n
 		// The garbage since they ended, after the last look: what the
 		// heap holds beyond the live heap (and what is not swept yet),
 		// at most what was allocated since that look.
@@ -348,6 +350,7 @@ func (c *core) snapshot(l *Loop, now time.Duration, budget time.Duration) snapsh
 		Decision: Decision{At: now, Budget: max(budget, 0), Garbage: r.allocs - c.base, Live: r.live,
 			Wall: c.wall.at(now), Cost: c.cost.v, Pacer: c.pacer.v},
 		marking: c.bg.pending, minGarbage: c.cfg.minGarbage, procs: c.env.procs(),
+		refill: c.refill && r.gogc >= 0,
 	}
 	if !c.unbounded() && r.goal > r.live {
 		s.Pile = r.goal - r.live
@@ -497,7 +500,7 @@ func (c *core) release(s snapshot) {
 		if c.r.released > before {
 			c.stats.ReleasedBytes += c.r.released - before
 		}
-		c.releasing, c.releasedAt = false, c.r.allocs
+		c.releasing, c.releasedAt, c.refill = false, c.r.allocs, true
 	})
 }
 

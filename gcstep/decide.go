@@ -14,6 +14,7 @@ type snapshot struct {
 	quiet      bool          // every loop and Work has been quiet for the quiet period
 	armed      uint64        // bytes allocated since the last release
 	marking    bool          // a cycle of ours is still marking
+	refill     bool          // the heap grows back into a release's pages: no cycle of the pacer's since it (GOGC on)
 	procs      int           // GOMAXPROCS: with one P nothing runs beside the loop
 	release    time.Duration // what a release would be charged, and its faults back
 	reserve    time.Duration // what cycles leave of tokens for the next release: its price, if releases are on
@@ -36,8 +37,10 @@ const (
 // leaving a release's price in reserve; and how often: a cycle waits
 // until the budget earned its charge and churn since the last cycle
 // ended, an even pace that savings do not speed up. The heap says
-// whether: garbage enough for a cycle, a quiet process that allocated
-// since the last release. The time ahead says when: with more than one
+// whether: garbage enough for a cycle, and none while it grows back into
+// the pages a release returned (the allocator faults those in beside the
+// pages a cycle frees), a quiet process that allocated since the last
+// release. The time ahead says when: with more than one
 // P a cycle runs only where it fits the loop's expected gap; with one P
 // the loop's next event needs the collector's P anyway, so the loop waits
 // for the cycle wherever it is. Everything else is left to the pacer.
@@ -52,7 +55,7 @@ func decide(s snapshot) (action, Outcome) {
 		}
 		return doRelease, OutcomeRelease
 	}
-	if s.quiet || s.marking || s.Garbage < s.minGarbage {
+	if s.quiet || s.marking || s.refill || s.Garbage < s.minGarbage {
 		return doNothing, OutcomeNone
 	}
 	ch := charge(s.Cost, s.Pacer, s.Garbage, s.Pile) // the cycle's own, its churn aside
@@ -93,8 +96,10 @@ type Outcome uint8
 
 // The outcomes of a look.
 const (
-	// OutcomeNone: too little garbage for a cycle (WithMinGarbage), or
-	// a quiet process with nothing allocated since the last release.
+	// OutcomeNone: too little garbage for a cycle (WithMinGarbage), a
+	// heap growing back into the pages a release returned (until the
+	// pacer's next cycle), or a quiet process with nothing allocated
+	// since the last release.
 	OutcomeNone Outcome = iota
 	// OutcomeBudget: a cycle or a release would cost more than the
 	// budget has left, or a cycle more than it earned since the last

@@ -37,6 +37,8 @@ func TestDecide(t *testing.T) {
 		{"a gap shorter than the cycle: the pacer's", func(s *snapshot) { s.Gap = 100 * us }, doNothing, OutcomeGap},
 		{"a gap shorter than the cycle, over budget too", func(s *snapshot) { s.Gap, s.Tokens = 100*us, 0 }, doNothing, OutcomeGap},
 		{"a cycle of ours still marks", func(s *snapshot) { s.marking = true }, doNothing, OutcomeNone},
+		{"the heap grows back into a release's pages: the pacer's", func(s *snapshot) { s.refill = true }, doNothing, OutcomeNone},
+		{"growing back, and quiet again: release", func(s *snapshot) { s.refill, s.quiet, s.armed = true, true, 1<<20 }, doRelease, OutcomeRelease},
 		{"one P: inline, whatever the gap", func(s *snapshot) { s.Gap, s.procs = 100*us, 1 }, doInline, OutcomeInline},
 		{"no gap known: inline", func(s *snapshot) { s.Gap = 0 }, doInline, OutcomeInline},
 		{"a look without a budget: due", func(s *snapshot) { s.Budget = 0 }, doNothing, OutcomeDue},
