@@ -34,7 +34,8 @@ type Work struct {
 	t       timer
 	pending sync.WaitGroup // 1 while armed: Close waits for it
 	// arm is held to arm the timer and to close: an arming comes before
-	// Close's Stop and Wait, or sees the handle closed and arms nothing.
+	// Close's Stop and Wait, or sees the handle closed and arms nothing
+	// (pending's Add from zero must not race its Wait).
 	arm sync.Mutex
 }
 
